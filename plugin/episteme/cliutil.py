@@ -1,0 +1,64 @@
+"""Shared CLI plumbing: JSON output, one-line errors, exit codes.  Standard library only."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from .errors import EpistemeError
+
+
+def json_default(obj: Any) -> Any:
+    """Serialise dates, paths and sets the way a reader expects (ISO dates, strings, lists)."""
+    import datetime as _dt
+    from pathlib import PurePath
+
+    if isinstance(obj, (_dt.date, _dt.datetime, _dt.time)):
+        return obj.isoformat()
+    if isinstance(obj, PurePath):
+        return obj.as_posix()
+    if isinstance(obj, (set, frozenset, tuple)):
+        return list(obj)
+    return str(obj)
+
+
+def print_json(data: Any, stream=None) -> None:
+    stream = stream or sys.stdout
+    stream.write(json.dumps(data, ensure_ascii=False, indent=2, default=json_default))
+    stream.write("\n")
+    stream.flush()
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse that raises a usage error (exit 2) instead of printing usage and exiting, so the
+    error goes through the same one-line / JSON reporting as every other failure."""
+
+    def error(self, message: str):  # type: ignore[override]
+        from .errors import UsageError
+
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] = lambda: True) -> int:
+    """Run a command body; turn :class:`EpistemeError` into one stderr line (+ JSON on stdout
+    when ``json_errors()``) and the error's exit code.  Ctrl-C exits 130 without a traceback."""
+    try:
+        rc = body()
+        return 0 if rc is None else rc
+    except EpistemeError as e:
+        print(f"error: {e.message}", file=sys.stderr)
+        try:
+            want_json = json_errors()
+        except Exception:
+            want_json = False
+        if want_json:
+            print_json({"error": e.message, **({"details": e.details} if e.details else {})})
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,108 @@
+"""One place for configuration: flags > environment > ``.env`` in the working directory > defaults.
+
+Defaults keep every derived store inside the wiki (``<wiki>/.episteme/``) so that one wiki folder
+is self-contained: move or back it up as one.  Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+DEFAULT_LLM_MODEL = "claude-sonnet-4-5"
+DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
+
+
+def read_dotenv(path: str | os.PathLike = ".env") -> dict[str, str]:
+    """Parse a simple ``KEY=value`` file (``#`` comments, optional quotes, ``export`` prefix)."""
+    values: dict[str, str] = {}
+    try:
+        text = Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return values
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        if line.startswith("export "):
+            line = line[7:].lstrip()
+        key, _, value = line.partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        elif " #" in value:
+            value = value.split(" #", 1)[0].rstrip()
+        values[key.strip()] = value
+    return values
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Resolved settings.  Paths are absolute."""
+
+    wiki: Path
+    sqlite_path: Path
+    chroma_path: Path
+    chroma_host: str | None = None
+    chroma_port: int | None = None
+    api_key: str | None = None
+    llm_model: str = DEFAULT_LLM_MODEL
+    llm_base_url: str | None = None
+    embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    max_pdf_bytes: int = 50 * 1024 * 1024
+    max_pages: int = 200
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def data_dir(self) -> Path:
+        """``<wiki>/.episteme``: derived state (stores, lock, caches)."""
+        return self.wiki / ".episteme"
+
+    @property
+    def raw_dir(self) -> Path:
+        return self.wiki / "raw"
+
+    def with_(self, **changes) -> Settings:
+        return replace(self, **changes)
+
+
+def load_settings(
+    wiki: str | os.PathLike | None = None,
+    *,
+    env: dict[str, str] | None = None,
+    dotenv: str | os.PathLike | None = ".env",
+    **overrides,
+) -> Settings:
+    """Resolve settings.  ``overrides`` (from CLI flags) win when not ``None``."""
+    merged: dict[str, str] = {}
+    if dotenv:
+        merged.update(read_dotenv(dotenv))
+    merged.update(os.environ if env is None else env)
+
+    def get(key: str) -> str | None:
+        v = merged.get(key)
+        return v if v not in (None, "") else None
+
+    wiki_path = Path(wiki or get("WIKI_PATH") or "wiki").expanduser().resolve()
+    data = wiki_path / ".episteme"
+    sqlite_path = Path(overrides.pop("sqlite_path", None) or get("SQLITE_PATH") or data / "sections.db")
+    chroma_path = Path(overrides.pop("chroma_path", None) or get("CHROMA_PATH") or data / "chroma")
+    port = overrides.pop("chroma_port", None) or get("CHROMA_PORT")
+    values = dict(
+        wiki=wiki_path,
+        sqlite_path=sqlite_path.expanduser().resolve(),
+        chroma_path=chroma_path.expanduser().resolve(),
+        chroma_host=overrides.pop("chroma_host", None) or get("CHROMA_HOST"),
+        chroma_port=int(port) if port else None,
+        api_key=overrides.pop("api_key", None) or get("LLM_API_KEY") or get("ANTHROPIC_API_KEY"),
+        llm_model=overrides.pop("llm_model", None) or get("LLM_MODEL") or DEFAULT_LLM_MODEL,
+        llm_base_url=overrides.pop("llm_base_url", None) or get("ANTHROPIC_BASE_URL"),
+        embedding_model=overrides.pop("embedding_model", None)
+        or get("EMBEDDING_MODEL")
+        or DEFAULT_EMBEDDING_MODEL,
+        max_pdf_bytes=int(overrides.pop("max_pdf_bytes", None) or get("EPISTEME_MAX_PDF_BYTES") or 50 * 1024 * 1024),
+        max_pages=int(overrides.pop("max_pages", None) or get("EPISTEME_MAX_PAGES") or 200),
+    )
+    values.update({k: v for k, v in overrides.items() if v is not None})
+    return Settings(**values)

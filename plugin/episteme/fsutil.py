@@ -1,0 +1,141 @@
+"""File-system primitives every writer uses: atomic replacement, a per-wiki lock, and path
+containment.  Standard library only (lint and graph import this module).
+
+Why: the wiki files are the source of truth, so a crash must never leave a half-written file,
+two writers must never interleave, and no name coming from a user, an HTTP request or an LLM
+may resolve outside the wiki folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import re
+import tempfile
+import time
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+
+from .errors import EpistemeError, UsageError
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Write ``data`` to ``path`` so that readers see either the old or the new file, never a
+    mix: write a temp file in the same folder, fsync it, then ``os.replace``."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """UTF-8 text version of :func:`atomic_write_bytes`."""
+    atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def append_text(path: str | os.PathLike, text: str) -> None:
+    """Append to an append-only file (``log.md``) with one ``write`` call and fsync."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+
+
+@contextlib.contextmanager
+def wiki_lock(wiki: str | os.PathLike, timeout: float = 600.0) -> Iterator[None]:
+    """Hold the wiki's exclusive writer lock (``<wiki>/.episteme/write.lock``, ``flock``).
+
+    Re-entrant within one process (nested writers in one pipeline do not deadlock).  Waits up to
+    ``timeout`` seconds for another process, then raises a clear error.
+    """
+    lock_dir = Path(wiki) / ".episteme"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    key = str(lock_dir.resolve())
+    depth = _HELD.get(key, 0)
+    if depth:
+        _HELD[key] = depth + 1
+        try:
+            yield
+        finally:
+            _HELD[key] -= 1
+        return
+    fd = os.open(lock_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError as e:
+                if e.errno not in (errno.EAGAIN, errno.EACCES):
+                    raise
+                if time.monotonic() > deadline:
+                    raise EpistemeError(
+                        f"another episteme process holds the write lock of {wiki} "
+                        f"(waited {timeout:.0f} s)"
+                    ) from None
+                time.sleep(0.05)
+        _HELD[key] = 1
+        try:
+            yield
+        finally:
+            _HELD.pop(key, None)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+
+
+_HELD: dict[str, int] = {}
+
+
+def safe_join(root: str | os.PathLike, relative: str) -> Path:
+    """Resolve ``relative`` under ``root`` and refuse anything that would leave it.
+
+    Rejects absolute paths, ``..`` segments, NUL bytes and symlinks that point outside.
+    """
+    if not relative or "\x00" in relative:
+        raise UsageError(f"invalid path: {relative!r}")
+    rel = Path(relative)
+    if rel.is_absolute() or any(part == ".." for part in rel.parts):
+        raise UsageError(f"path escapes the wiki folder: {relative!r}")
+    root_resolved = Path(root).resolve()
+    target = (root_resolved / rel).resolve()
+    if target != root_resolved and root_resolved not in target.parents:
+        raise UsageError(f"path escapes the wiki folder: {relative!r}")
+    return target
+
+
+_SLUG_BAD = re.compile(r"[^a-z0-9]+")
+
+
+def slugify(text: str, max_len: int = 80) -> str:
+    """Lowercase ASCII slug (``Multi-Head Attention`` → ``multi-head-attention``)."""
+    text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode("ascii")
+    slug = _SLUG_BAD.sub("-", text.lower()).strip("-")
+    return slug[:max_len].rstrip("-") or "untitled"
+
+
+_FILENAME_BAD = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def sanitize_filename(name: str, default: str = "paper.pdf") -> str:
+    """A safe file name for ``raw/``: base name only, NFKC, unsafe runs → ``_``, no leading dot."""
+    name = unicodedata.normalize("NFKC", name.replace("\\", "/")).split("/")[-1]
+    name = _FILENAME_BAD.sub("_", name).strip("._")
+    if not name:
+        return default
+    return name[:180]
