@@ -1,0 +1,386 @@
+"""PDF → logical sections (pypdf only): the deterministic first half of ingest.
+
+``split_pdf`` validates the file, extracts repaired lines (:mod:`episteme.pdftext`), finds the
+headings — from the PDF outline when there is one, checked against and completed by the printed
+text (:mod:`episteme.pdfheadings`) — and cuts the text into :class:`PaperSection` objects that
+keep their page span and per-page character offsets, so a passage can be traced to its page.
+References and appendices are their own, flagged sections so an answer is never traced to a
+bibliography entry by accident.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import EpistemeError
+from .pdfheadings import KNOWN, NUMBERED, Heading, detect_headings, number_parts
+from .pdftext import Line, drop_furniture, join_lines, normalize_text, page_lines, vocabulary
+
+DEFAULT_MAX_BYTES = 200 * 1024 * 1024
+
+
+class PdfError(EpistemeError):
+    """A PDF that cannot be split; ``kind`` says why (not_pdf, corrupt, encrypted, no_text,
+    empty, too_large) so callers can map it to a status without parsing the message."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message, details={"kind": kind})
+        self.kind = kind
+
+
+@dataclass
+class PaperSection:
+    number: str
+    title: str
+    level: int
+    kind: str  # front | abstract | body | references | appendix
+    page_start: int
+    page_end: int
+    text: str
+    page_breaks: list[tuple[int, int]] = field(default_factory=list)
+
+    def page_at(self, offset: int) -> int:
+        """The 1-based page on which character ``offset`` of :attr:`text` is printed."""
+        if not self.page_breaks:
+            return self.page_start
+        starts = [o for o, _ in self.page_breaks]
+        i = bisect.bisect_right(starts, max(offset, 0)) - 1
+        return self.page_breaks[max(i, 0)][1]
+
+
+@dataclass
+class SplitResult:
+    title: str
+    authors: list[str]
+    pages: int
+    sections: list[PaperSection]
+    used_outline: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def check_pdf_bytes(data: bytes, max_bytes: int | None = DEFAULT_MAX_BYTES) -> None:
+    """Validate by content before anything is stored: header, end marker, size."""
+    if not data:
+        raise PdfError("empty", "the file is empty")
+    if max_bytes is not None and len(data) > max_bytes:
+        raise PdfError(
+            "too_large", f"the file is {len(data)} bytes, over the limit of {max_bytes} bytes"
+        )
+    if b"%PDF-" not in data[:1024]:
+        raise PdfError("not_pdf", "not a PDF: no %PDF- header in the first 1024 bytes")
+    if b"%%EOF" not in data[-4096:]:
+        raise PdfError("corrupt", "the PDF is truncated or corrupt: no %%EOF marker at the end")
+
+
+def _open(data: bytes):
+    import io
+
+    import pypdf
+
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            try:
+                ok = reader.decrypt("")
+            except Exception as e:  # unsupported algorithm, missing crypto backend
+                raise PdfError("encrypted", f"the PDF is encrypted and cannot be opened ({e})") from e
+            if not ok:
+                raise PdfError(
+                    "encrypted", "the PDF is encrypted with a password; decrypt it first"
+                )
+        n = len(reader.pages)
+    except PdfError:
+        raise
+    except Exception as e:
+        raise PdfError("corrupt", f"the PDF is corrupt and cannot be read ({type(e).__name__})") from e
+    if n == 0:
+        raise PdfError("empty", "the PDF has no pages")
+    return reader
+
+
+def _outline(reader) -> list[tuple[str, int, int]]:
+    """Flatten the outline to (title, level, page) entries; broken entries are skipped."""
+    out: list[tuple[str, int, int]] = []
+
+    def walk(items, level: int) -> None:
+        for it in items:
+            if isinstance(it, list):
+                walk(it, level + 1)
+                continue
+            try:
+                page = reader.get_destination_page_number(it) + 1
+                title = normalize_text(str(it.title or "")).strip()
+            except Exception:
+                continue
+            if title and page >= 1:
+                out.append((title, level, page))
+
+    try:
+        walk(reader.outline, 1)
+    except Exception:
+        return []
+    return out
+
+
+def norm_title(s: str) -> str:
+    """Case, numbering and punctuation folded away, for matching titles."""
+    s = normalize_text(s).lower()
+    s = re.sub(r"^\s*(appendix\s+)?([a-h]|\d{1,2})((\.\d{1,2})*)\.?\s+", "", s)
+    return re.sub(r"[^a-z0-9]+", "", s)
+
+
+def _locate_outline(
+    entries: list[tuple[str, int, int]], lines: list[Line], warnings: list[str]
+) -> list[Heading]:
+    """Find each outline entry's printed heading line; restore its printed numbering."""
+    by_page: dict[int, list[int]] = {}
+    for i, ln in enumerate(lines):
+        by_page.setdefault(ln.page, []).append(i)
+    heads: list[Heading] = []
+    last = -1
+    for title, level, page in entries:
+        want = norm_title(title)
+        if not want:
+            continue
+        found = None
+        for p in (page, page + 1, page - 1):
+            for i in by_page.get(p, []):
+                if i <= last and p >= page:
+                    continue
+                ln = lines[i]
+                got = norm_title(ln.text)
+                joined = got + (norm_title(lines[i + 1].text) if i + 1 < len(lines) else "")
+                if got and (got == want or (len(got) >= 4 and want.startswith(got) and
+                                            joined.startswith(want))):
+                    found = i
+                    break
+                lead = norm_title(ln.lead)
+                if lead and lead == want:
+                    found = i
+                    break
+            if found is not None:
+                break
+        if found is None:
+            warnings.append(f"outline entry {title!r} (page {page}) not found in the text")
+            continue
+        ln = lines[found]
+        m = NUMBERED.match(ln.text.strip())
+        number = m.group("num") if m else ""
+        if not number:
+            om = NUMBERED.match(title)
+            number = om.group("num") if om else ""
+        span = 1
+        printed = ln.text.strip()
+        if norm_title(printed) != want and found + 1 < len(lines):
+            span = 2
+            printed = f"{printed} {lines[found + 1].text.strip()}"
+        if number:
+            pm = NUMBERED.match(printed)
+            shown = pm.group("title") if pm else title
+            lvl = len(number_parts(number))
+        else:
+            shown, lvl = (printed if norm_title(printed) == want else title), level
+        run_rest = ""
+        if ln.lead and norm_title(ln.lead) == want and ln.lead != ln.text.strip():
+            run_rest = ln.text.strip()[len(ln.lead):].strip()
+            shown = NUMBERED.match(ln.lead).group("title") if NUMBERED.match(ln.lead) else ln.lead
+            span = 1
+        heads.append(Heading(found, span, number, shown.strip().rstrip("."), lvl, run_rest,
+                             source="outline"))
+        last = found
+    return heads
+
+
+def _merge(outline: list[Heading], text: list[Heading]) -> list[Heading]:
+    """Outline headings first; printed headings the outline lacks are added."""
+    taken = {h.index for h in outline}
+    numbers = {h.number for h in outline if h.number}
+    titles = {(norm_title(h.title), h.number) for h in outline}
+    out = list(outline)
+    for h in text:
+        if h.index in taken or (h.number and h.number in numbers):
+            continue
+        if (norm_title(h.title), h.number) in titles:
+            continue
+        out.append(h)
+    return sorted(out, key=lambda h: h.index)
+
+
+_REFS = re.compile(r"^(references|bibliography|literature cited)$", re.I)
+
+
+def _kinds(heads: list[Heading]) -> list[str]:
+    kinds = []
+    state = "body"
+    for h in heads:
+        t = h.title.lower().strip()
+        if _REFS.match(t):
+            state = "references"
+            kinds.append("references")
+            continue
+        if (
+            t.startswith(("appendix", "appendices", "supplementary"))
+            or (h.number and h.number[0].isalpha())
+            or state == "references"
+        ):
+            state = "appendix"
+        if t == "abstract" and state == "body":
+            kinds.append("abstract")
+            continue
+        kinds.append(state if state != "references" else "appendix")
+    return kinds
+
+
+def _guess_title(reader, lines: list[Line]) -> str:
+    meta = None
+    try:
+        meta = reader.metadata
+    except Exception:
+        meta = None
+    t = str((meta.title if meta else "") or "").strip()
+    if len(t) > 3 and not re.search(r"\.(dvi|pdf|tex|docx?)$|^untitled|^microsoft word", t, re.I):
+        return normalize_text(t)
+    first = [ln for ln in lines if ln.page == 1][:40]
+    if not first:
+        return ""
+    big = max(ln.size for ln in first)
+    picked = []
+    for ln in first:
+        if abs(ln.size - big) < 0.5:
+            picked.append(ln.text.strip())
+        elif picked:
+            break
+    return " ".join(picked)[:300]
+
+
+_AFFIL = re.compile(
+    r"universit|institut|department|school|college|laborator|\blab\b|research|google|microsoft|"
+    r"\binc\b|corporation|academy|centre|center|brain|deepmind|openai|facebook|meta\b|allen",
+    re.I,
+)
+_NAME = re.compile(r"^[A-ZÀ-ÖØ-Þ][\w'’.\-]*(?:\s+[A-ZÀ-ÖØ-Þ][\w'’.\-]*){1,3}$")
+
+
+def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
+    try:
+        meta = reader.metadata
+        a = str((meta.author if meta else "") or "").strip()
+    except Exception:
+        a = ""
+    if a and len(a) > 2:
+        parts = re.split(r"\s*(?:,|;|\band\b|&)\s*", normalize_text(a))
+        return [p.strip() for p in parts if p.strip()]
+    names: list[str] = []
+    for ln in front[:40]:
+        t = ln.text.strip()
+        if norm_title(t) and norm_title(t) in norm_title(title):
+            continue
+        for part in re.split(r"\s*(?:,|;|\band\b|&)\s*", re.sub(r"[∗*†‡§¶\d]+", " ", t)):
+            part = re.sub(r"\s+", " ", part).strip()
+            if _NAME.match(part) and not _AFFIL.search(part) and part not in names:
+                names.append(part)
+    return names[:30]
+
+
+def split_pdf(
+    path: str | Path,
+    *,
+    use_outline: bool = True,
+    max_pages: int | None = None,
+    max_bytes: int | None = DEFAULT_MAX_BYTES,
+) -> SplitResult:
+    """Split the PDF at ``path`` into logical sections (see module docstring)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise PdfError("not_pdf", f"cannot read {path}: {e.strerror or e}") from e
+    check_pdf_bytes(data, max_bytes)
+    reader = _open(data)
+    n_pages = len(reader.pages)
+    if max_pages is not None and n_pages > max_pages:
+        raise PdfError("too_large", f"the PDF has {n_pages} pages, over the limit of {max_pages}")
+    pages: list[list[Line]] = []
+    heights: list[float] = []
+    warnings: list[str] = []
+    for no, page in enumerate(reader.pages, start=1):
+        try:
+            pages.append(page_lines(page, no))
+            heights.append(float(page.mediabox.height))
+        except Exception as e:
+            warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
+            pages.append([])
+            heights.append(792.0)
+    letters = sum(sum(c.isalnum() for c in ln.text) for p in pages for ln in p)
+    if letters < max(40, 20 * n_pages) // 4:
+        raise PdfError("no_text", "the PDF has no text layer (scanned?); run OCR first")
+    pages = drop_furniture(pages, heights)
+    lines = [ln for p in pages for ln in p]
+
+    text_heads = detect_headings(lines)
+    used_outline = False
+    heads = text_heads
+    if use_outline:
+        entries = _outline(reader)
+        if entries:
+            located = _locate_outline(entries, lines, warnings)
+            if located:
+                used_outline = True
+                heads = _merge(located, text_heads)
+    sections = _build_sections(lines, heads)
+    title = _guess_title(reader, lines)
+    front = lines[: heads[0].index] if heads else lines[:30]
+    return SplitResult(
+        title=title,
+        authors=_guess_authors(reader, front, title),
+        pages=n_pages,
+        sections=sections,
+        used_outline=used_outline,
+        warnings=warnings,
+    )
+
+
+def _section(lines: list[Line], vocab: set[str], number: str, title: str, level: int, kind: str,
+             first_text: str, start: int, end: int, page: int) -> PaperSection:
+    texts = ([first_text] if first_text else []) + [ln.text for ln in lines[start:end]]
+    pages_of = ([page] if first_text else []) + [ln.page for ln in lines[start:end]]
+    text, offsets = join_lines(texts, vocab)
+    breaks: list[tuple[int, int]] = []
+    for off, p in zip(offsets, pages_of, strict=True):
+        if not breaks or breaks[-1][1] != p:
+            breaks.append((off, p))
+    if not breaks:
+        breaks = [(0, page)]
+    return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks)
+
+
+def _build_sections(lines: list[Line], heads: list[Heading]) -> list[PaperSection]:
+    vocab = vocabulary(lines)
+    out: list[PaperSection] = []
+    if not heads:
+        return [_section(lines, vocab, "", "", 1, "body", "", 0, len(lines), lines[0].page)]
+    if heads[0].index > 0:
+        out.append(_section(lines, vocab, "", "", 1, "front", "", 0, heads[0].index, lines[0].page))
+    kinds = _kinds(heads)
+    for j, h in enumerate(heads):
+        end = heads[j + 1].index if j + 1 < len(heads) else len(lines)
+        start = min(h.index + h.span, end)
+        page = lines[h.index].page
+        sec = _section(lines, vocab, h.number, h.title, h.level, kinds[j], h.rest, start, end, page)
+        sec.page_start = min(sec.page_start, page)
+        if sec.page_breaks and sec.page_breaks[0][1] != page and not sec.text:
+            sec.page_breaks = [(0, page)]
+        out.append(sec)
+    return out
+
+
+__all__ = [
+    "PaperSection",
+    "PdfError",
+    "SplitResult",
+    "check_pdf_bytes",
+    "split_pdf",
+    "KNOWN",
+]

@@ -1,0 +1,238 @@
+"""PDF → repaired text lines with layout evidence (pypdf only).
+
+Heading detection needs more than ``page.extract_text()``: it needs to know which line is set in a
+bigger or bolder font than the body, where a line sits on the page (running headers and footers
+live in the margins), and which text is rotated (arXiv's margin stamp).  pypdf's ``visitor_text``
+callback reports each text run with its matrices and font, in content-stream order, which for
+LaTeX output is the reading order even in two columns.  This module turns those runs into
+:class:`Line` objects and repairs them: NFKC (ligatures), stamp/header/footer/page-number removal.
+Joining lines into prose (de-hyphenation) is done later by :func:`join_lines`, because whether a
+broken word should be re-joined depends on the vocabulary of the whole document.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Run:
+    """One text run as pypdf reports it: text, font name, effective size, start position."""
+
+    text: str
+    font: str
+    size: float
+    x: float | None
+    y: float | None
+
+
+@dataclass
+class Line:
+    """One printed line (or one line's worth of runs) with the evidence heading detection uses."""
+
+    text: str
+    page: int  # 1-based
+    x: float | None
+    y: float | None
+    size: float  # largest effective font size among the line's letter-bearing runs
+    font: str  # font of the first letter-bearing run
+    bold: bool
+    runs: list[Run] = field(default_factory=list)
+
+    @property
+    def lead(self) -> str:
+        """The text set in the same font as the line's first run: a run-in heading's title."""
+        out = []
+        first = None
+        for r in self.runs:
+            if not r.text.strip() and first is None:
+                continue
+            if first is None:
+                first = (r.font, round(r.size))
+            # small caps are faked with two sizes of one font: only a font change ends the lead
+            if r.font != first[0] and r.text.strip():
+                break
+            out.append(r.text)
+        return normalize_text("".join(out)).strip()
+
+
+def is_bold_font(name: str) -> bool:
+    """Bold/medium weights by the naming conventions of common TeX and Office fonts."""
+    base = name.split("+", 1)[-1].lower()
+    if any(h in base for h in ("bold", "medi", "semibold", "demi", "heavy", "black")):
+        return True
+    if base.startswith(("cmbx", "sfbx", "cmb", "ptmb", "phvb")):
+        return True
+    return base.endswith(("-b", "tb", "-bd", ",bold", "-bi", "-sb"))
+
+
+def normalize_text(s: str) -> str:
+    """NFKC folds ligatures (ﬁ → fi) and full-width forms; soft hyphens and NULs are dropped."""
+    s = unicodedata.normalize("NFKC", s)
+    return s.replace("\u00ad", "").replace("\x00", "")
+
+
+def _mat_mul(a: list[float], b: list[float]) -> list[float]:
+    return [
+        a[0] * b[0] + a[1] * b[2],
+        a[0] * b[1] + a[1] * b[3],
+        a[2] * b[0] + a[3] * b[2],
+        a[2] * b[1] + a[3] * b[3],
+        a[4] * b[0] + a[5] * b[2] + b[4],
+        a[4] * b[1] + a[5] * b[3] + b[5],
+    ]
+
+
+def page_lines(page, page_no: int) -> list[Line]:
+    """Collect one page's text runs through pypdf's visitor and group them into lines."""
+    lines: list[Line] = []
+    cur: list[Run] = []
+
+    def flush() -> None:
+        nonlocal cur
+        if cur:
+            line = _make_line(cur, page_no)
+            if line is not None:
+                lines.append(line)
+        cur = []
+
+    def visit(text, cm, tm, font_dict, font_size) -> None:
+        if not text:
+            return
+        m = _mat_mul(list(tm), list(cm))
+        scale_y = math.hypot(m[2], m[3])
+        size = (font_size or 0.0) * (scale_y or 1.0)
+        rotated = abs(m[1]) > 1e-3 * max(abs(m[0]), 1e-9) or m[0] <= 0
+        font = ""
+        if font_dict is not None:
+            try:
+                font = str(font_dict.get("/BaseFont", "") or "")
+            except Exception:
+                font = ""
+        parts = text.split("\n")
+        for i, part in enumerate(parts):
+            if i > 0:
+                flush()
+            if part:
+                if rotated:
+                    # the arXiv stamp and other rotated margin text: never part of the prose
+                    continue
+                x, y = (m[4], m[5]) if i == 0 else (None, None)
+                cur.append(Run(part, font, size, x, y))
+
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
+    page.extract_text(visitor_text=visit)
+    flush()
+    return lines
+
+
+def _make_line(runs: list[Run], page_no: int) -> Line | None:
+    text = normalize_text("".join(r.text for r in runs))
+    text = re.sub(r"[ \t]+", " ", text).strip()
+    if not text:
+        return None
+    letter_runs = [r for r in runs if any(c.isalnum() for c in r.text)] or runs
+    first = letter_runs[0]
+    x = next((r.x for r in runs if r.x is not None), None)
+    y = next((r.y for r in runs if r.y is not None), None)
+    size = max(r.size for r in letter_runs)
+    return Line(text, page_no, x, y, round(size, 2), first.font, is_bold_font(first.font), runs)
+
+
+_ARXIV_STAMP = re.compile(r"^arXiv:\d{4}\.\d{4,5}(v\d+)?\s*\[[^\]]+\]\s*\d{1,2}\s*\w{3}\s*\d{4}$")
+_PAGE_NUM = re.compile(r"^(?:page\s*)?(?:\d{1,4}|[ivxlc]{1,6})(?:\s*(?:of|/)\s*\d{1,4})?$", re.I)
+
+
+def _shape(text: str) -> str:
+    """A line's shape for repeat detection: digits folded so 'Page 3' and 'Page 4' match."""
+    return re.sub(r"\d+", "#", text.lower()).strip()
+
+
+def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[Line]]:
+    """Remove running headers/footers, page numbers and arXiv stamps.
+
+    A line in the top or bottom 9% of the page whose digit-folded text repeats on at least three
+    pages (or on most pages of a short document) is a running header/footer; a bare number there
+    is a page number.  Anything that survives is kept, so a real heading at the top of a page is
+    safe unless the same text repeats in the margin of other pages.
+    """
+    n = len(pages)
+
+    def in_margin(line: Line, h: float) -> bool:
+        return line.y is not None and (line.y > h * 0.91 or line.y < h * 0.09)
+
+    counts: Counter[str] = Counter()
+    for lines, h in zip(pages, heights, strict=True):
+        seen = {_shape(ln.text) for ln in lines if in_margin(ln, h)}
+        counts.update(seen)
+    need = 3 if n >= 5 else max(2, n)
+    out = []
+    for lines, h in zip(pages, heights, strict=True):
+        kept = []
+        for ln in lines:
+            t = ln.text.strip()
+            if _ARXIV_STAMP.match(t):
+                continue
+            if in_margin(ln, h) and (
+                _PAGE_NUM.match(t) or (n > 1 and counts[_shape(t)] >= need and len(t) < 200)
+            ):
+                continue
+            kept.append(ln)
+        out.append(kept)
+    return out
+
+
+_WORD = re.compile(r"[A-Za-z]+")
+
+
+def vocabulary(lines: list[Line]) -> set[str]:
+    """Lower-cased words of the document, for deciding whether a broken word is re-joined."""
+    vocab: set[str] = set()
+    for ln in lines:
+        vocab.update(w.lower() for w in _WORD.findall(ln.text))
+    return vocab
+
+
+_HYPHEN_END = re.compile(r"([A-Za-z]+)-$")
+_START_WORD = re.compile(r"^([a-z]+)")
+
+
+def join_lines(texts: list[str], vocab: set[str]) -> tuple[str, list[int]]:
+    """Join printed lines into prose and return (text, start offset of each line in it).
+
+    A line ending in ``word-`` followed by a lower-case word is re-joined without the hyphen
+    when the joined word occurs elsewhere in the document (``repre-`` + ``sentation``); otherwise
+    the hyphen stays and no space is added (``state-of-`` + ``the-art``).  Other line breaks
+    become a space; a short line that ends a sentence becomes a paragraph break.
+    """
+    parts: list[str] = []
+    offsets: list[int] = []
+    pos = 0
+    lengths = sorted(len(t) for t in texts)
+    typical = lengths[len(lengths) * 3 // 4] if lengths else 0
+    prev = ""
+    for i, t in enumerate(texts):
+        if i > 0:
+            m = _HYPHEN_END.search(prev)
+            n = _START_WORD.match(t)
+            if m and n:
+                if (m.group(1) + n.group(1)).lower() in vocab:
+                    parts[-1] = parts[-1][:-1]
+                    pos -= 1
+                sep = ""
+            elif prev.endswith((".", "?", "!", ":")) and len(prev) < 0.8 * typical:
+                sep = "\n"
+            else:
+                sep = " "
+            parts.append(sep)
+            pos += len(sep)
+        offsets.append(pos)
+        parts.append(t)
+        pos += len(t)
+        prev = t
+    return "".join(parts), offsets
