@@ -1,0 +1,130 @@
+"""Sentence-aware passage windows sized to the embedding model.
+
+all-MiniLM-L6-v2 silently drops everything past 256 word pieces, so a section is never embedded
+as one vector: it is cut into windows of whole sentences that stay under ``max_tokens`` word
+pieces (as counted by the caller's tokenizer), with a sentence of overlap so a claim that spans
+a window edge is still found.  Every passage keeps its character span in the section text, so
+the tracer can quote it exactly and name its page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+# Words after which a period does not end a sentence (lower-cased, without the period).
+ABBREVIATIONS = frozenset(
+    (
+        "al", "e.g", "i.e", "cf", "vs", "fig", "figs", "eq", "eqs", "eqn", "sec", "secs", "tab",
+        "tabs", "ref", "refs", "no", "nos", "vol", "pp", "ch", "chap", "def", "thm", "prop", "alg",
+        "appx", "approx", "resp", "dr", "mr", "mrs", "ms", "prof", "jr", "sr", "inc", "ltd",
+        "corp", "dept", "univ", "eds", "viz", "ca", "incl",
+    )
+)
+
+_BOUNDARY = re.compile(r"[.?!][\"”’')\]]*(?=\s+)|\n+")
+_NEXT_START = re.compile(r"\s+([\"“‘(\[]*[A-Z0-9])")
+
+
+@dataclass
+class Passage:
+    text: str
+    char_start: int
+    char_end: int
+    page: int
+
+
+def _is_boundary(text: str, end: int) -> bool:
+    """Whether the punctuation ending at ``end`` closes a sentence."""
+    if text[end - 1] == "\n":
+        return True
+    m = _NEXT_START.match(text, end)
+    if not m:
+        return False
+    j = end - 1
+    while j >= 0 and text[j] in "\"”’')]":
+        j -= 1
+    if text[j] != ".":
+        return True
+    k = j
+    while k > 0 and not text[k - 1].isspace() and text[k - 1] not in "([":
+        k -= 1
+    word = text[k:j].lower().lstrip("\"“‘(")
+    if word in ABBREVIATIONS:
+        return False
+    # an initial ("J. Smith", "A. Vaswani"): a single capital letter before the period
+    if re.fullmatch(r"[A-Z]", text[k:j]):
+        return False
+    # "Fig. 3", "Eq. 2", "No. 5": an abbreviation followed by a number never ends a sentence
+    return not (word in ("fig", "figs", "eq", "eqs", "sec", "tab", "no") and m.group(1).isdigit())
+
+
+def split_sentences(text: str) -> list[tuple[int, int]]:
+    """Sentence spans ``(start, end)`` in ``text``, leading/trailing whitespace excluded."""
+    spans: list[tuple[int, int]] = []
+    start = 0
+    for m in _BOUNDARY.finditer(text):
+        end = m.end()
+        if not _is_boundary(text, end):
+            continue
+        _add_span(text, start, end, spans)
+        start = end
+    _add_span(text, start, len(text), spans)
+    return spans
+
+
+def _add_span(text: str, start: int, end: int, spans: list[tuple[int, int]]) -> None:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    if end > start:
+        spans.append((start, end))
+
+
+def _cut_long(text: str, span: tuple[int, int], count: Callable[[str], int], limit: int) -> list[
+    tuple[int, int]
+]:
+    """Cut one over-long sentence at word boundaries into pieces of at most ``limit`` tokens."""
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text[span[0]:span[1]])]
+    pieces: list[tuple[int, int]] = []
+    i = 0
+    while i < len(words):
+        j = i + 1
+        # grow greedily; counting the candidate piece keeps the result exact for any tokenizer
+        while j < len(words) and count(text[span[0] + words[i][0]:span[0] + words[j][1]]) <= limit:
+            j += 1
+        pieces.append((span[0] + words[i][0], span[0] + words[j - 1][1]))
+        i = j
+    return pieces
+
+
+def make_passages(
+    section,
+    count_tokens: Callable[[str], int],
+    *,
+    max_tokens: int = 200,
+    overlap_sentences: int = 1,
+) -> list[Passage]:
+    """Windows of whole sentences of ``section.text``, each ≤ ``max_tokens`` tokens."""
+    text: str = section.text
+    units: list[tuple[int, int]] = []
+    for sp in split_sentences(text):
+        if count_tokens(text[sp[0]:sp[1]]) <= max_tokens:
+            units.append(sp)
+        else:
+            units.extend(_cut_long(text, sp, count_tokens, max_tokens))
+    out: list[Passage] = []
+    i = 0
+    while i < len(units):
+        j = i + 1
+        while j < len(units) and count_tokens(text[units[i][0]:units[j][1]]) <= max_tokens:
+            j += 1
+        start, end = units[i][0], units[j - 1][1]
+        out.append(Passage(text[start:end], start, end, section.page_at(start)))
+        if j >= len(units):
+            break
+        # overlap: start the next window a few sentences back, but always move forward
+        i = max(i + 1, j - overlap_sentences) if overlap_sentences > 0 else j
+    return out
