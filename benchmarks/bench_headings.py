@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Heading detection accuracy and split time on the real papers, as markdown tables.
+
+For each paper in ``../shared/data/papers`` with gold headings in ``../shared/data/gold/headings``:
+split it with the outline used, and again from a copy whose ``/Outlines`` was stripped (written
+to a temporary folder), and compare the detected section titles with the printed headings.
+Titles match after folding case, numbering and punctuation; each gold heading can be matched
+once (so a heading printed twice, like ResNet's "MS COCO", counts twice).  Time is the median of
+``--repeat`` splits per paper.
+
+    .venv/bin/python benchmarks/bench_headings.py [--repeat 3] [--verbose]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "plugin"))
+SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared")).resolve()
+
+from episteme.pdfsplit import norm_title, split_pdf  # noqa: E402
+
+
+def strip_outline(src: Path, dst: Path) -> None:
+    """Write a copy of ``src`` without /Outlines (and without an outline page mode)."""
+    import pypdf
+    from pypdf.generic import NameObject
+
+    reader = pypdf.PdfReader(str(src))
+    writer = pypdf.PdfWriter(clone_from=reader)
+    root = writer._root_object
+    for key in ("/Outlines", "/PageMode"):
+        if NameObject(key) in root:
+            del root[NameObject(key)]
+    with open(dst, "wb") as fh:
+        writer.write(fh)
+
+
+def score(found: list[str], gold: list[str]) -> tuple[int, int, int]:
+    """(true positives, number found, number gold) with multiset matching."""
+    g = Counter(norm_title(t) for t in gold)
+    f = Counter(norm_title(t) for t in found if norm_title(t))
+    tp = sum(min(c, g[k]) for k, c in f.items())
+    return tp, sum(f.values()), sum(g.values())
+
+
+def prf(tp: int, nf: int, ng: int) -> tuple[float, float, float]:
+    p = tp / nf if nf else 0.0
+    r = tp / ng if ng else 0.0
+    return p, r, (2 * p * r / (p + r) if p + r else 0.0)
+
+
+def run(repeat: int, verbose: bool) -> str:
+    papers = SHARED / "data" / "papers"
+    gold_dir = SHARED / "data" / "gold" / "headings"
+    rows = []
+    totals = {"outline": [0, 0, 0], "stripped": [0, 0, 0]}
+    with tempfile.TemporaryDirectory() as tmp:
+        for gold_file in sorted(gold_dir.glob("*.json")):
+            gold = json.loads(gold_file.read_text())
+            pdf = papers / gold["paper"]
+            gold_titles = [h["title"] for h in gold["headings"]]
+            stripped = Path(tmp) / pdf.name
+            strip_outline(pdf, stripped)
+            row = {"paper": pdf.name}
+            for mode, path, use in (("outline", pdf, True), ("stripped", stripped, True)):
+                times = []
+                for _ in range(repeat):
+                    t0 = time.perf_counter()
+                    res = split_pdf(path, use_outline=use)
+                    times.append(time.perf_counter() - t0)
+                found = [s.title for s in res.sections if s.kind != "front"]
+                tp, nf, ng = score(found, gold_titles)
+                totals[mode] = [a + b for a, b in zip(totals[mode], (tp, nf, ng), strict=True)]
+                row[mode] = (tp, nf, ng, res.used_outline, statistics.median(times))
+                if verbose:
+                    fs = Counter(norm_title(t) for t in found)
+                    gs = Counter(norm_title(t) for t in gold_titles)
+                    extra = [t for t in found if (fs - gs)[norm_title(t)] > 0]
+                    missed = [t for t in gold_titles if (gs - fs)[norm_title(t)] > 0]
+                    print(f"{pdf.name} [{mode}] false: {extra}\n    missed: {missed}",
+                          file=sys.stderr)
+            rows.append(row)
+
+    out = ["| paper | outline? | P | R | F1 | P (stripped) | R (stripped) | F1 (stripped) |"
+           " split s (median) |",
+           "|---|---|---|---|---|---|---|---|---|"]
+    for row in rows:
+        p1, r1, f1 = prf(*row["outline"][:3])
+        p2, r2, f2 = prf(*row["stripped"][:3])
+        out.append(
+            f"| {row['paper']} | {'yes' if row['outline'][3] else 'no'} | {p1:.3f} | {r1:.3f} | "
+            f"{f1:.3f} | {p2:.3f} | {r2:.3f} | {f2:.3f} | {row['outline'][4]:.2f} |"
+        )
+    p1, r1, f1 = prf(*totals["outline"])
+    p2, r2, f2 = prf(*totals["stripped"])
+    out.append(
+        f"| **all (micro)** | | **{p1:.3f}** | **{r1:.3f}** | **{f1:.3f}** | **{p2:.3f}** | "
+        f"**{r2:.3f}** | **{f2:.3f}** | |"
+    )
+    header = (
+        f"Machine: {os.cpu_count()} cores (nproc), Python {platform.python_version()}, "
+        f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; median of {repeat} splits.\n"
+        f"Gold headings: {totals['outline'][2]} over {len(rows)} papers. "
+        "Targets: F1 ≥ 0.97 with outlines, ≥ 0.93 without.\n"
+    )
+    return header + "\n" + "\n".join(out) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--verbose", action="store_true", help="list false and missed headings")
+    args = ap.parse_args()
+    print(run(args.repeat, args.verbose))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
