@@ -42,6 +42,7 @@ import yaml
 
 from .errors import EpistemeError, NotFoundError, UsageError
 from .fsutil import atomic_write_text, safe_join, sanitize_filename, slugify, wiki_lock
+from .pages import iter_page_files
 from .sections import (
     LOOSE_MARKER_RE,
     SECTION_ID_RE,
@@ -345,20 +346,9 @@ class IndexProblem:
 
 
 def iter_page_paths(wiki: str | os.PathLike) -> list[str]:
-    """Relative paths of every page, sorted: ``*.md`` except the root structural files,
-    ``raw/``, hidden files and hidden folders (the rules in ``SCHEMA.md``)."""
-    root = Path(wiki)
-    out: list[str] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        rel_dir = Path(dirpath).relative_to(root)
-        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and not (rel_dir == Path(".") and d == "raw"))
-        for name in filenames:
-            if not name.endswith(".md") or name.startswith("."):
-                continue
-            if rel_dir == Path(".") and name.lower() in STRUCTURAL_FILES:
-                continue
-            out.append((rel_dir / name).as_posix())
-    return sorted(out)
+    """Relative paths of every page, sorted (``pages.iter_page_files``: the same notion of a
+    page as graph and lint, so the indexes cover exactly what they see)."""
+    return iter_page_files(wiki)
 
 
 @dataclass

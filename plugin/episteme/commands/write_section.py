@@ -1,0 +1,114 @@
+"""``episteme write-section`` / ``write_section.py``: create or update one wiki section.
+
+The agent's single write primitive (skill ``wiki-ingest``)::
+
+    write_section.py --wiki W --page multi-head-attention --title "Multi-Head Attention" \\
+        --description "Parallel attention heads and why they help" \\
+        --source attention.pdf [--source bert.pdf] [--page-title T] [--type concept] [--tag nlp] \\
+        [--section-id sec_004] < body.md
+
+Without ``--section-id`` a section is created (fresh id; the page too when it is new); with it,
+that section is replaced in place.  Prints ``{"status": "created"|"updated", "page",
+"section_id", ...}``.
+
+Known sources: a ``--source`` must name a file in ``W/raw/``.  Ingest copies every paper there
+before anything else and ``rebuild`` recreates the stores from raw/ alone, so raw/ is the
+authoritative list, and checking it keeps this script free of SQLite and the heavy stores.
+``--no-source-check`` skips the check (with a warning) for hand-made wikis.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from ..cliutil import ArgumentParser, print_json, run_main
+from ..errors import UsageError
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="episteme write-section", description=__doc__.splitlines()[0])
+    p.add_argument("--wiki", default=None, help="wiki folder (default: $WIKI_PATH or ./wiki)")
+    p.add_argument("--page", required=True, help="page slug or path: bert, bert.md, concepts/bert")
+    p.add_argument("--section-id", default=None, help="update this section (sec_NNN); omit to create")
+    p.add_argument("--title", default=None, help="section heading (required to create)")
+    p.add_argument("--description", default=None, help="one line for index.md (required to create)")
+    p.add_argument("--source", action="append", default=[], help="raw/ file name; repeatable")
+    p.add_argument("--replace-sources", action="store_true",
+                   help="on update, set the sources to exactly --source (default: add to them)")
+    p.add_argument("--page-title", default=None, help="title of a new page (default: from the slug)")
+    p.add_argument("--type", dest="page_type", default=None,
+                   help="page type: paper, concept, method, entity, comparison, synthesis, note")
+    p.add_argument("--tag", action="append", default=[], help="page tag; repeatable")
+    p.add_argument("--after", default=None, help="when creating, place it after this section id")
+    p.add_argument("--level", type=int, default=2, help="heading level of a new section (default 2)")
+    p.add_argument("--body-file", default=None, help="read the body from this file instead of stdin")
+    p.add_argument("--keep-body", action="store_true", help="on update, keep the body (no stdin)")
+    p.add_argument("--op", default="write-section", help="operation name for the log.md entry")
+    p.add_argument("--subject", default=None, help="subject of the log.md entry (e.g. the paper)")
+    p.add_argument("--no-source-check", action="store_true",
+                   help="accept sources that are not in raw/ (prints a warning)")
+    return p
+
+
+def _read_body(args) -> str | None:
+    if args.keep_body:
+        if not args.section_id:
+            raise UsageError("--keep-body only applies to updates (--section-id)")
+        return None
+    if args.body_file:
+        try:
+            return Path(args.body_file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"cannot read --body-file: {e}") from None
+    if sys.stdin is None or sys.stdin.isatty():
+        raise UsageError("pipe the section body (markdown) on stdin, or use --body-file")
+    return sys.stdin.read()
+
+
+def run(args) -> dict:
+    from ..config import load_settings
+    from ..wikiwrite import WikiWriter, raw_sources
+
+    wiki = load_settings(args.wiki, dotenv=".env").wiki
+    warnings: list[str] = []
+    if args.no_source_check:
+        known = None
+        warnings.append("sources not checked against raw/ (--no-source-check)")
+    else:
+        known = raw_sources(wiki)
+        if not known:
+            raise UsageError(f"{wiki}/raw/ holds no papers: ingest one first (or --no-source-check)")
+    if not args.section_id and (args.title is None or args.description is None):
+        raise UsageError("creating a section needs --title and --description")
+    body = _read_body(args)
+    with WikiWriter(wiki, op=args.op, subject=args.subject, known_sources=known) as w:
+        if args.section_id:
+            res = w.update_section(
+                args.page, args.section_id, title=args.title, description=args.description,
+                body=body, sources=args.source, replace_sources=args.replace_sources,
+                tags=args.tag, page_title=args.page_title, page_type=args.page_type,
+            )
+        else:
+            res = w.create_section(
+                args.page, title=args.title, description=args.description, body=body or "",
+                sources=args.source, page_title=args.page_title, page_type=args.page_type,
+                tags=args.tag, level=args.level, after=args.after,
+            )
+    out = res.to_dict()
+    out["wiki"] = str(wiki)
+    if w.recovered is not None:
+        warnings.append("an interrupted earlier write was found; index.md and index.json were rebuilt")
+    if warnings:
+        out["warnings"] = warnings
+        for msg in warnings:
+            print(f"warning: {msg}", file=sys.stderr)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    def body() -> int:
+        print_json(run(build_parser().parse_args(argv)))
+        return 0
+
+    return run_main(body)
