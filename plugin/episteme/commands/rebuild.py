@@ -1,0 +1,27 @@
+"""``episteme rebuild``: recreate SQLite and the Chroma passage vectors from ``raw/`` alone
+(after an embedding-model change, a lost database, or a splitter upgrade)."""
+
+from __future__ import annotations
+
+from ..cliutil import ArgumentParser, print_json, run_main
+from ._stores import add_store_options, settings_from_args
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="episteme rebuild", description=__doc__.splitlines()[0])
+    p.add_argument("--no-outline", action="store_true", help="ignore the PDF outlines")
+    add_store_options(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        from ..ingest import rebuild
+
+        out = rebuild(settings_from_args(args), progress=not args.no_progress,
+                      use_outline=not args.no_outline)
+        print_json(out)
+        return 1 if out["failed"] else 0
+
+    return run_main(body)

@@ -1,0 +1,234 @@
+"""Chroma: passage vectors (and, for other modules, wiki-section vectors).
+
+We compute embeddings ourselves and always pass them explicitly: Chroma's default embedding
+function would try to download a model.  Each collection records the embedding model's name and
+dimension in its metadata; opening it with another model is an error that names
+``episteme rebuild`` (mixing vector spaces silently returns nonsense neighbours).
+
+Embedded ``PersistentClient`` under ``settings.chroma_path`` by default; ``chroma_host`` /
+``chroma_port`` switch to an ``HttpClient`` against a Chroma server.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from .errors import EpistemeError, MissingDependencyError
+
+PASSAGES = "passages"
+WIKI_SECTIONS = "wiki_sections"
+_BATCH = 1000  # Chroma rejects very large single adds; stay well under its max batch size
+
+
+def _chromadb():
+    os.environ.setdefault("ANONYMIZED_TELEMETRY", "False")
+    try:
+        import chromadb
+        from chromadb.config import Settings as ChromaSettings
+    except ImportError as e:
+        raise MissingDependencyError(
+            "chromadb is not installed; run python3 plugin/scripts/setup_env.py"
+        ) from e
+    return chromadb, ChromaSettings
+
+
+_CLIENTS: dict[tuple, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def make_client(settings):
+    """A (process-cached) Chroma client for ``settings``: HTTP when a host is set, else embedded."""
+    chromadb, ChromaSettings = _chromadb()
+    host = getattr(settings, "chroma_host", None)
+    port = getattr(settings, "chroma_port", None)
+    key = ("http", host, port or 8000) if host else ("local", str(settings.chroma_path))
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is not None:
+            return client
+        cs = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
+        try:
+            if host:
+                client = chromadb.HttpClient(host=host, port=int(port or 8000), settings=cs)
+            else:
+                settings.chroma_path.mkdir(parents=True, exist_ok=True)
+                client = chromadb.PersistentClient(path=str(settings.chroma_path), settings=cs)
+        except EpistemeError:
+            raise
+        except Exception as e:
+            where = f"server {host}:{port or 8000}" if host else str(settings.chroma_path)
+            raise EpistemeError(f"cannot open Chroma at {where}: {e}") from e
+        _CLIENTS[key] = client
+        return client
+
+
+def forget_clients() -> None:
+    """Drop cached clients (tests that start and stop servers)."""
+    with _CLIENTS_LOCK:
+        _CLIENTS.clear()
+
+
+class VectorStore:
+    """The wiki's Chroma collections, bound to one embedding model (name + dim)."""
+
+    def __init__(self, settings, model_name: str, dim: int):
+        self.settings = settings
+        self.model_name = model_name
+        self.dim = int(dim)
+        self.client = make_client(settings)
+        self._collections: dict[str, Any] = {}
+
+    # -- collections ---------------------------------------------------------------------------
+
+    def collection(self, name: str = PASSAGES):
+        """Get or create collection ``name`` (cosine space), checking the recorded model."""
+        col = self._collections.get(name)
+        if col is not None:
+            return col
+        try:
+            col = self.client.get_or_create_collection(
+                name,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"embedding_model": self.model_name, "dim": self.dim},
+                embedding_function=None,
+            )
+        except Exception as e:
+            raise EpistemeError(f"cannot open Chroma collection {name!r}: {e}") from e
+        meta = col.metadata or {}
+        recorded = meta.get("embedding_model")
+        if recorded != self.model_name or int(meta.get("dim", self.dim)) != self.dim:
+            raise EpistemeError(
+                f"Chroma collection {name!r} holds vectors of embedding model {recorded!r} "
+                f"(dim {meta.get('dim')}), but the configured model is {self.model_name!r} "
+                f"(dim {self.dim}); run `episteme rebuild` to re-embed with the new model"
+            )
+        self._collections[name] = col
+        return col
+
+    def drop(self, name: str = PASSAGES) -> None:
+        """Delete a collection (rebuild, model change)."""
+        self._collections.pop(name, None)
+        try:
+            self.client.delete_collection(name)
+        except Exception as e:  # NotFound differs between client kinds
+            if "does not exist" not in str(e).lower() and "not found" not in str(e).lower():
+                raise
+
+    # -- generic operations --------------------------------------------------------------------
+
+    def add(
+        self,
+        ids: Sequence[str],
+        embeddings,
+        metadatas: Sequence[dict],
+        documents: Sequence[str] | None = None,
+        *,
+        collection: str = PASSAGES,
+    ) -> None:
+        col = self.collection(collection)
+        for start in range(0, len(ids), _BATCH):
+            end = start + _BATCH
+            col.add(
+                ids=list(ids[start:end]),
+                embeddings=[list(map(float, v)) for v in embeddings[start:end]],
+                metadatas=list(metadatas[start:end]),
+                documents=list(documents[start:end]) if documents is not None else None,
+            )
+
+    def get(self, *, where: dict | None = None, ids: Sequence[str] | None = None,
+            collection: str = PASSAGES, include_embeddings: bool = False) -> dict:
+        include = ["metadatas", "documents"] + (["embeddings"] if include_embeddings else [])
+        res = self.collection(collection).get(
+            where=where, ids=list(ids) if ids is not None else None, include=include
+        )
+        return res
+
+    def delete(self, *, where: dict | None = None, ids: Sequence[str] | None = None,
+               collection: str = PASSAGES) -> None:
+        if ids is not None:
+            ids = list(ids)
+            if not ids:
+                return
+            for start in range(0, len(ids), _BATCH):
+                self.collection(collection).delete(ids=ids[start : start + _BATCH])
+        elif where is not None:
+            self.collection(collection).delete(where=where)
+
+    def count(self, collection: str = PASSAGES) -> int:
+        return int(self.collection(collection).count())
+
+    def query(self, embeddings, n: int = 10, *, where: dict | None = None,
+              collection: str = PASSAGES) -> list[list[dict]]:
+        """Nearest neighbours for each query vector: ``[{id, similarity, distance, metadata,
+        document}]`` best first (cosine similarity = 1 - distance)."""
+        col = self.collection(collection)
+        embs = [list(map(float, v)) for v in embeddings]
+        if not embs or n <= 0:
+            return [[] for _ in embs]
+        res = col.query(
+            query_embeddings=embs, n_results=int(n), where=where,
+            include=["metadatas", "documents", "distances"],
+        )
+        out = []
+        for qi in range(len(embs)):
+            hits = []
+            for j, pid in enumerate(res["ids"][qi]):
+                dist = float(res["distances"][qi][j])
+                hits.append({
+                    "id": pid,
+                    "distance": dist,
+                    "similarity": 1.0 - dist,
+                    "metadata": (res["metadatas"][qi][j] or {}),
+                    "document": (res["documents"][qi][j] if res.get("documents") else None),
+                })
+            out.append(hits)
+        return out
+
+    # -- passages ------------------------------------------------------------------------------
+
+    def paper_vectors(self, paper_id: str) -> dict:
+        """Everything stored for one paper (ids, embeddings, metadatas, documents), so that a
+        failed replace can put it back."""
+        return self.get(where={"paper": paper_id}, include_embeddings=True)
+
+    def delete_paper(self, paper_id: str, collection: str = PASSAGES) -> None:
+        self.collection(collection).delete(where={"paper": paper_id})
+
+    def restore(self, saved: dict, collection: str = PASSAGES) -> None:
+        """Re-add what :meth:`paper_vectors` returned."""
+        ids = list(saved.get("ids") or [])
+        if not ids:
+            return
+        embs = saved.get("embeddings")
+        self.add(ids, [list(v) for v in embs], list(saved["metadatas"]), list(saved["documents"]),
+                 collection=collection)
+
+    def query_passages(self, embeddings, n: int = 10, where: dict | None = None) -> list[list[dict]]:
+        """Passage neighbours; scope with ``where={"paper": {"$in": [...]}}``."""
+        return self.query(embeddings, n, where=where, collection=PASSAGES)
+
+    def paper_ids(self) -> set[str]:
+        res = self.collection(PASSAGES).get(include=["metadatas"])
+        return {m.get("paper") for m in res["metadatas"] or [] if m}
+
+
+def open_vectors(settings, embedder=None, *, model_name: str | None = None, dim: int | None = None) -> VectorStore:
+    """The wiki's :class:`VectorStore` for ``embedder`` (or an explicit model name + dim)."""
+    if embedder is not None:
+        model_name, dim = embedder.name, embedder.dim
+    if not model_name or not dim:
+        raise ValueError("open_vectors needs an embedder or model_name + dim")
+    return VectorStore(settings, model_name, dim)
+
+
+def scope_where(paper_ids: Sequence[str] | None) -> dict | None:
+    """A Chroma ``where`` that restricts to some papers (``None`` = all)."""
+    if paper_ids is None:
+        return None
+    ids = list(dict.fromkeys(paper_ids))
+    if len(ids) == 1:
+        return {"paper": ids[0]}
+    return {"paper": {"$in": ids}}

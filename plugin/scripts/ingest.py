@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""Ingest a PDF into the wiki's stores: raw/ + SQLite + Chroma (= ``episteme ingest``)."""
+
+import sys
+
+import _bootstrap
+
+_bootstrap.require("pypdf", "chromadb", "onnxruntime", "tokenizers", "numpy")
+
+from episteme.commands.ingest import main  # noqa: E402
+
+sys.exit(main())
