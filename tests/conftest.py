@@ -21,6 +21,10 @@ SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared")).resolve
 if str(PLUGIN) not in sys.path:
     sys.path.insert(0, str(PLUGIN))
 
+# The fake Anthropic Messages API (fixture ``fake_anthropic``); it also keeps every test away from
+# the real API (see tests/fake_anthropic.py).
+pytest_plugins = ["fake_anthropic"]
+
 
 @pytest.fixture(scope="session")
 def shared() -> Path:

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-DEFAULT_LLM_MODEL = "claude-sonnet-4-5"
+DEFAULT_LLM_MODEL = "claude-sonnet-5-5"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
 
