@@ -57,10 +57,10 @@ Semantics (``q.matches(props)``):
   value is split on commas/whitespace into a list, and ``tags contains x`` also matches the
   nested tags ``x/...``.  ``tags: x`` stays exact membership.
 
-Sorting: :func:`sort_key` gives a total order over any frontmatter values (numbers, then dates,
+Sorting: :func:`sort_key` gives a total order over any frontmatter values (dates, then numbers,
 then booleans, then strings, then lists, then anything else; missing last); :func:`sort_pages`
-implements ``--sort F`` / ``--sort -F`` with missing values last in both directions and ties
-broken by page id.
+implements ``--sort F`` / ``--sort -F``: the direction applies within each type group, the
+groups keep that order, missing values come last in both directions, ties go by page id.
 """
 
 from __future__ import annotations
@@ -582,7 +582,10 @@ class _Parser:
             self.i = end
             negate = not negate
         node = self.primary()
-        return _Not(node) if negate else node
+        if not negate:
+            return node
+        # comparisons are two-valued, so NOT NOT x is exactly x (and shallow trees stay shallow)
+        return node.child if isinstance(node, _Not) else _Not(node)
 
     def primary(self) -> _Node:
         self.skip_ws()
@@ -684,7 +687,9 @@ def parse_query(text: str) -> Query:
 # ----------------------------------------------------------------------------------------------
 # Sorting.
 
-_RANK_NUMBER, _RANK_NAN, _RANK_DATE, _RANK_BOOL, _RANK_TEXT, _RANK_LIST, _RANK_OTHER = range(7)
+# Type groups, in the order they appear in BOTH directions (dates first: the default sort is
+# on `updated`); the direction only reverses the order inside a group.
+_RANK_DATE, _RANK_NUMBER, _RANK_NAN, _RANK_BOOL, _RANK_TEXT, _RANK_LIST, _RANK_OTHER = range(7)
 
 
 def _value_key(value: Any, depth: int = 0) -> tuple:
@@ -715,10 +720,11 @@ def sort_key(props: Mapping[Any, Any] | None, field: str) -> tuple:
     """A key ordering pages by frontmatter ``field`` ascending, pages without it LAST.
 
     ``(0, rank, value)`` when present, ``(1,)`` when missing or null, so ``sorted(pages,
-    key=lambda p: sort_key(p.props, f))`` is ``--sort f``.  Ranks keep mixed types comparable:
-    numbers (and numeric strings), dates (and date-like strings, compared on the wall clock),
-    booleans, text (case-insensitive), lists (element-wise), anything else.  For descending
-    order do not reverse this key (missing pages would come first): use :func:`sort_pages`.
+    key=lambda p: (sort_key(p.props, f), p.id))`` is ``--sort f``.  The rank keeps mixed types
+    comparable by grouping them: dates (and date-like strings, compared on the wall clock),
+    numbers (and numeric strings), NaN, booleans, text (case-insensitive), lists
+    (element-wise), anything else.  For descending order do not reverse this key (missing pages
+    would come first, and the groups would flip): use :func:`sort_pages`.
     """
     value = field_value(props, field)
     if value is None:
@@ -730,24 +736,30 @@ def sort_pages(
     pages: Iterable[tuple[str, Mapping[Any, Any] | None]], spec: str = DEFAULT_SORT
 ) -> list[tuple[str, Any]]:
     """Sort ``(page_id, props)`` pairs for ``--sort spec``: ``"F"`` (or ``"+F"``) ascending by
-    field F, ``"-F"`` descending.  Pages without F come last in both directions; ties, and the
-    pages without F, are ordered by page id ascending.  Raises ``UsageError`` for an empty
-    field name."""
+    field F, ``"-F"`` descending.  Pages without F (or with null) come last in both directions;
+    values of an unusual type for the field come after the usual ones in both directions (the
+    type groups of :func:`sort_key` keep their order; the direction applies inside each);
+    ties, and the pages without F, are ordered by page id ascending.  Returns the same pair
+    objects in a new list.  Raises ``UsageError`` for an empty field name."""
     spec = (spec or "").strip()
     descending = spec.startswith("-")
     field = spec[1:].strip() if spec.startswith(("+", "-")) else spec
     if not field:
         raise UsageError(f"--sort needs a field name (F or -F), got {spec!r}")
-    present: list[tuple[tuple, str, tuple[str, Any]]] = []
-    missing: list[tuple[str, tuple[str, Any]]] = []
+    groups: dict[int, list[tuple[Any, str, Any]]] = {}
+    missing: list[tuple[str, Any]] = []
     for page in pages:
         page_id, props = page[0], page[1]
         key = sort_key(props, field)
         if key == (1,):
             missing.append((page_id, page))
         else:
-            present.append((key, page_id, page))
-    present.sort(key=lambda item: item[1])  # id order first: the stable sort keeps it for ties
-    present.sort(key=lambda item: item[0], reverse=descending)
+            groups.setdefault(key[1], []).append((key[2], page_id, page))
+    out: list[Any] = []
+    for rank in sorted(groups):
+        group = groups[rank]
+        group.sort(key=lambda item: item[1])  # id order first: the stable sort keeps it for ties
+        group.sort(key=lambda item: item[0], reverse=descending)
+        out.extend(p for _v, _i, p in group)
     missing.sort(key=lambda item: item[0])
-    return [p for _k, _i, p in present] + [p for _i, p in missing]
+    return out + [p for _i, p in missing]
