@@ -23,7 +23,14 @@ from episteme.llm import (
     mode_report,
     wrap_untrusted,
 )
-from fake_anthropic import DEAD_BASE_URL, error_response, text_response, tool_use_response
+from fake_anthropic import (
+    DEAD_BASE_URL,
+    Scripted,
+    error_response,
+    message_body,
+    text_response,
+    tool_use_response,
+)
 
 DECIDE = {
     "name": "decide",
@@ -70,7 +77,7 @@ def test_tool_use_success_sends_model_system_tool_choice_and_key(tmp_path, fake_
     assert req.api_key == "sk-test-key"
     assert req.body["model"] == DEFAULT_LLM_MODEL
     assert UNTRUSTED_NOTICE in req.body["system"]
-    assert req.body["tool_choice"] == {"type": "tool", "name": "decide"}
+    assert req.body["tool_choice"] == {"type": "tool", "name": "decide", "disable_parallel_tool_use": True}
     assert req.body["tools"][0]["name"] == "decide"
     assert req.body["tools"][0]["input_schema"]["required"] == ["action", "title"]
     assert '<document label="paper.pdf">' in req.messages[0]["content"]
@@ -143,6 +150,29 @@ def test_no_tool_use_block_is_retried(tmp_path, fake_anthropic):
     assert second[-2] == {"role": "assistant",
                           "content": [{"type": "text", "text": "I think we should create a page."}]}
     assert "did not call the `decide` tool" in second[-1]["content"][0]["text"]
+
+
+def test_truncated_reply_and_stray_tool_calls_get_well_formed_feedback(tmp_path, fake_anthropic):
+    stray = {"type": "tool_use", "id": "toolu_stray", "name": "other", "input": {}}
+    fake_anthropic.enqueue(
+        Scripted(200, message_body([{"type": "text", "text": "Let me thi"}], stop_reason="max_tokens")),
+        Scripted(200, message_body(
+            [stray, {"type": "tool_use", "id": "toolu_bad", "name": "decide", "input": {"action": "create"}}],
+            stop_reason="tool_use")),
+        tool_use_response("decide", {"action": "create", "title": "Short"}),
+    )
+    client = client_for(tmp_path, fake_anthropic)
+    out = client.complete_tool("sys", [{"role": "user", "content": "go"}], DECIDE, max_tokens=50)
+    assert out["title"] == "Short"
+    second = fake_anthropic.requests[1].messages
+    assert "hit the length limit" in second[-1]["content"][0]["text"]
+    third = fake_anthropic.requests[2].messages[-1]["content"]
+    # every tool_use of the rejected reply is answered by a tool_result, in order
+    assert [(b["type"], b["tool_use_id"]) for b in third] == [
+        ("tool_result", "toolu_stray"), ("tool_result", "toolu_bad")
+    ]
+    assert "missing the required field 'title'" in third[1]["content"]
+    assert "Ignored" in third[0]["content"]
 
 
 def test_gives_up_after_bounded_tool_attempts(tmp_path, fake_anthropic):
@@ -321,3 +351,18 @@ def test_llm_import_stays_light():
     code = "import sys, episteme.llm; print('anthropic' in sys.modules, 'httpx2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+def test_retry_knobs_come_from_the_environment(tmp_path, fake_anthropic, monkeypatch):
+    """Subprocess tests of the CLI set these instead of constructor arguments."""
+    monkeypatch.setenv("EPISTEME_LLM_RETRY_BASE_DELAY", "0.002")
+    monkeypatch.setenv("EPISTEME_LLM_MAX_RETRIES", "1")
+    fake_anthropic.enqueue(error_response(500), error_response(500))
+    client = LLMClient(settings_for(tmp_path, fake_anthropic), log=lambda line: None)
+    assert (client.base_delay, client.max_retries) == (0.002, 1)
+    with pytest.raises(LLMError, match=r"unavailable \(500\) after 2 attempts"):
+        client.complete_text("sys", [{"role": "user", "content": "hi"}])
+    assert client.retry_log[0]["delay"] <= 0.002
+    monkeypatch.setenv("EPISTEME_LLM_TIMEOUT", "soon")
+    with pytest.raises(EpistemeError, match="EPISTEME_LLM_TIMEOUT must be a number"):
+        LLMClient(settings_for(tmp_path, fake_anthropic))

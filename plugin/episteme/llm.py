@@ -31,6 +31,7 @@ import os
 import random
 import re
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -365,6 +366,8 @@ class LLMClient:
             timeout=self.timeout,
             max_retries=0,
         )
+        # Counters may be shared by server threads; the lock keeps the sums exact.
+        self._lock = threading.Lock()
         self.retry_log: list[dict[str, Any]] = []
         self._usage = {
             "input_tokens": 0,
@@ -406,66 +409,66 @@ class LLMClient:
                 messages=convo,
                 max_tokens=max_tokens,
                 tools=[tool_param],
-                tool_choice={"type": "tool", "name": name},
+                tool_choice={"type": "tool", "name": name, "disable_parallel_tool_use": True},
             )
             if reply.stop_reason == "refusal":
                 raise LLMError("Claude declined to answer this request (stop_reason: refusal)")
+            truncated = reply.stop_reason == "max_tokens"
             call = next(
                 (b for b in reply.content if getattr(b, "type", None) == "tool_use" and b.name == name),
                 None,
             )
-            assistant = [p for p in (_block_to_param(b) for b in reply.content) if p is not None]
             if call is None:
-                truncated = reply.stop_reason == "max_tokens"
-                problem = (
-                    f"the reply was cut off at max_tokens={max_tokens} before calling the tool"
-                    if truncated
-                    else "the reply did not call the tool"
-                )
-                feedback = (
-                    f"Your reply did not call the `{name}` tool. Respond only by calling `{name}` "
-                    "with input that follows its schema."
-                    + (" Keep the input shorter: the previous reply hit the length limit." if truncated else "")
-                )
-                if assistant:
-                    convo = [*convo, {"role": "assistant", "content": assistant}]
-                convo = [*convo, {"role": "user", "content": [{"type": "text", "text": feedback}]}]
+                problem = "the reply did not call the tool"
+                hint = f"Your reply did not call the `{name}` tool."
+            else:
+                try:
+                    if not isinstance(call.input, dict):
+                        raise ValueError("the tool input must be a JSON object")
+                    check_schema(call.input, tool_param["input_schema"])
+                    if validate is not None:
+                        validate(call.input)
+                except (ValueError, EpistemeError) as err:
+                    problem = getattr(err, "message", None) or str(err) or type(err).__name__
+                    hint = f"Rejected: {problem}."
+                else:
+                    return call.input
+            if truncated:
+                problem += f" (the reply hit max_tokens={max_tokens})"
+                hint += " The reply hit the length limit: keep the input shorter."
+            hint += f" Call `{name}` again with input that follows its schema."
+            convo = [*convo, *self._feedback_turns(reply.content, call, hint)]
+            with self._lock:
                 self._tool_retries += 1
-                continue
-            value = call.input if isinstance(call.input, dict) else {}
-            try:
-                if not isinstance(call.input, dict):
-                    raise ValueError("the tool input must be a JSON object")
-                check_schema(value, tool_param["input_schema"])
-                if validate is not None:
-                    validate(value)
-            except (ValueError, EpistemeError) as err:
-                problem = getattr(err, "message", None) or str(err) or type(err).__name__
-                convo = [
-                    *convo,
-                    {"role": "assistant", "content": assistant},
-                    {
-                        "role": "user",
-                        "content": [
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": call.id,
-                                "is_error": True,
-                                "content": (
-                                    f"Rejected: {problem}. Call `{name}` again with corrected input."
-                                ),
-                            }
-                        ],
-                    },
-                ]
-                self._tool_retries += 1
-                continue
-            return value
         raise LLMError(
             f"Claude did not produce a valid `{name}` call after {self.tool_attempts} attempts; "
             f"last problem: {problem}",
             details={"tool": name, "problem": problem},
         )
+
+    @staticmethod
+    def _feedback_turns(content: list[Any], call: Any, hint: str) -> list[dict[str, Any]]:
+        """The rejected reply replayed as the assistant turn, plus a user turn that answers every
+        ``tool_use`` block in it (the API requires a ``tool_result`` for each) and says what to
+        fix: in the failing call's result when there is one, else as text."""
+        assistant = [p for p in (_block_to_param(b) for b in content) if p is not None]
+        answer: list[dict[str, Any]] = []
+        for block in assistant:
+            if block["type"] != "tool_use":
+                continue
+            is_call = call is not None and block["id"] == call.id
+            answer.append(
+                {
+                    "type": "tool_result",
+                    "tool_use_id": block["id"],
+                    "is_error": True,
+                    "content": hint if is_call else "Ignored: only one call of the requested tool is used.",
+                }
+            )
+        if call is None:
+            answer.append({"type": "text", "text": hint})
+        turns = [{"role": "assistant", "content": assistant}] if assistant else []
+        return [*turns, {"role": "user", "content": answer}]
 
     def complete_text(
         self, system: str, messages: list[dict[str, Any]], *, max_tokens: int = 2048
@@ -482,14 +485,19 @@ class LLMClient:
     def usage_summary(self) -> dict[str, Any]:
         """Tokens and approximate cost so far (``cost_usd`` is ``None`` for unpriced models)."""
         price = model_price(self.model)
+        with self._lock:
+            usage = dict(self._usage)
+            counts = {
+                "calls": self._calls,
+                "http_requests": self._http_requests,
+                "retries": len(self.retry_log),
+                "tool_retries": self._tool_retries,
+            }
         return {
             "model": self.model,
-            "calls": self._calls,
-            "http_requests": self._http_requests,
-            "retries": len(self.retry_log),
-            "tool_retries": self._tool_retries,
-            **self._usage,
-            "cost_usd": estimate_cost(self.model, self._usage),
+            **counts,
+            **usage,
+            "cost_usd": estimate_cost(self.model, usage),
             "price_per_mtok": {"input": price[0], "output": price[1]} if price else None,
             "prices_as_of": PRICES_AS_OF,
         }
@@ -509,7 +517,8 @@ class LLMClient:
         anthropic = _sdk()
         attempt = 0
         while True:
-            self._http_requests += 1
+            with self._lock:
+                self._http_requests += 1
             status: int | None = None
             headers: Mapping[str, str] | None = None
             try:
@@ -532,9 +541,10 @@ class LLMClient:
                 self._count(reply)
                 return reply
             delay = self._delay(attempt, headers)
-            self.retry_log.append(
-                {"attempt": attempt + 1, "status": status, "delay": round(delay, 4), "reason": reason}
-            )
+            with self._lock:
+                self.retry_log.append(
+                    {"attempt": attempt + 1, "status": status, "delay": round(delay, 4), "reason": reason}
+                )
             self._log(
                 f"Anthropic API {'HTTP ' + str(status) if status else 'connection error'} "
                 f"({reason}); retry {attempt + 1}/{self.max_retries} in {delay:.1f}s"
@@ -595,12 +605,11 @@ class LLMClient:
         return backoff * (0.5 + 0.5 * random.random())
 
     def _count(self, reply: Any) -> None:
-        self._calls += 1
         usage = getattr(reply, "usage", None)
-        if usage is None:
-            return
-        for key in self._usage:
-            self._usage[key] += int(getattr(usage, key, 0) or 0)
+        with self._lock:
+            self._calls += 1
+            for key in self._usage:
+                self._usage[key] += int(getattr(usage, key, 0) or 0)
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
