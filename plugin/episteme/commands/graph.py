@@ -1,0 +1,125 @@
+"""``graph_query.py`` / ``episteme graph``: structural queries over the wiki's link graph.
+
+Every call scans the markdown files, builds the graph in memory, answers, and exits; nothing is
+cached, so the answer always reflects the files.  Imports only the standard library and PyYAML.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import sys
+
+from ..cliutil import ArgumentParser, print_json, run_main
+from ..errors import UsageError
+
+MODES = ("stats", "neighbors", "shortest-path", "hubs", "orphans", "cluster", "query")
+FORMATS = ("json", "text", "mermaid")
+#: modes that default to the active tier when tiers are enabled ("focus surface" queries)
+FOCUS_MODES = ("query", "hubs", "orphans", "cluster")
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(
+        prog="graph_query.py",
+        description="Structural queries over the wiki's [[link]] graph (JSON on stdout).",
+    )
+    p.add_argument("--wiki", help="wiki folder (default: $WIKI_PATH, else ./wiki)")
+    p.add_argument("--mode", choices=MODES, default="stats")
+    p.add_argument("--format", choices=FORMATS, default="json")
+    p.add_argument("--limit", type=int, help="at most N results (hubs default 20)")
+    p.add_argument(
+        "--tier",
+        choices=("active", "archived", "frozen", "all"),
+        help="restrict to one memory tier (default: active for query/hubs/orphans/cluster when "
+        "tiers are enabled, else all)",
+    )
+    p.add_argument("--seed", help="neighbors: the page (title, path, stem or alias)")
+    p.add_argument("--depth", type=int, default=1, help="neighbors: hops, 1-4 (default 1)")
+    p.add_argument("--src", help="shortest-path: start page")
+    p.add_argument("--dst", help="shortest-path: end page")
+    p.add_argument("--tag", help="cluster: the tag (nested tags a/b count for a)")
+    p.add_argument("--query", help='query: e.g. "type: entity AND updated > 2025-01"')
+    p.add_argument("--sort", help="query: F ascending or -F descending (default -updated)")
+    p.add_argument("--today", help="reference date for tiers, YYYY-MM-DD (default: today)")
+    p.add_argument("--jobs", type=int, help="scan processes (default: 2 for big wikis, else 1)")
+    return p
+
+
+def _wants_json(argv: list[str]) -> bool:
+    for i, a in enumerate(argv):
+        if a == "--format" and i + 1 < len(argv):
+            return argv[i + 1] == "json"
+        if a.startswith("--format="):
+            return a.split("=", 1)[1] == "json"
+    return True
+
+
+def _run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    mode = args.mode
+    if args.format == "mermaid" and mode not in ("neighbors", "shortest-path", "cluster"):
+        raise UsageError(f"--format mermaid is available for neighbors, shortest-path and cluster, not {mode}")
+    if args.limit is not None and args.limit < 0:
+        raise UsageError("--limit must be >= 0")
+    need = {"neighbors": ["seed"], "shortest-path": ["src", "dst"], "cluster": ["tag"], "query": ["query"]}
+    for name in need.get(mode, []):
+        if not getattr(args, name):
+            raise UsageError(f"--mode {mode} needs --{name}")
+    today = None
+    if args.today:
+        try:
+            today = _dt.date.fromisoformat(args.today)
+        except ValueError:
+            raise UsageError(f"--today must be YYYY-MM-DD, got {args.today!r}") from None
+    q = None
+    if mode == "query":
+        from ..querylang import QuerySyntaxError, parse_query
+
+        try:
+            q = parse_query(args.query)  # fail on syntax before reading a single page
+        except QuerySyntaxError as e:  # one line: the column and the problem
+            raise UsageError(e.message.splitlines()[0], details=e.details) from None
+
+    from .. import graph as G
+    from ..graph_format import render_mermaid, render_text
+
+    wiki = args.wiki or os.environ.get("WIKI_PATH") or "wiki"
+    g = G.WikiGraph.build(wiki, today=today, jobs=args.jobs)
+    tier = args.tier
+    if tier is None and mode in FOCUS_MODES and g.tiers_enabled:
+        tier = "active"
+    if tier == "all":
+        tier = None
+
+    if mode == "stats":
+        result = G.stats(g, tier)
+    elif mode == "neighbors":
+        result = G.neighbors(g, g.find_page(args.seed), args.depth, tier)
+    elif mode == "shortest-path":
+        src, dst = g.find_page(args.src), g.find_page(args.dst)
+        result = G.shortest_paths(g, src, dst, tier)
+    elif mode == "hubs":
+        result = G.hubs(g, 20 if args.limit is None else args.limit, tier)
+    elif mode == "orphans":
+        result = G.orphans(g, args.limit, tier)
+    elif mode == "cluster":
+        result = G.cluster(g, args.tag, tier, args.limit)
+    else:
+        result = G.query(g, q, args.sort, tier, args.limit)
+        result["query"] = args.query
+    scanned = {"pages": len(g.ids), "edges": g.edge_count, "dangling": len(g.dangling)}
+    result = {"mode": mode, **result, "scanned": scanned, "wiki": os.path.abspath(wiki)}
+
+    if args.format == "json":
+        print_json(result)
+    elif args.format == "text":
+        sys.stdout.write(render_text(mode, result, scanned))
+    else:
+        sys.stdout.write(render_mermaid(mode, result))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    return run_main(lambda: _run(argv), json_errors=lambda: _wants_json(argv))

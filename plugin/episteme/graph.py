@@ -1,0 +1,642 @@
+"""The wiki's link graph: link resolution and the graph algorithms of ``graph_query.py``.
+
+API (stable; lint builds on it):
+
+- ``WikiGraph.build(root, *, today=None, jobs=None) -> WikiGraph``: scan, resolve, index.
+- ``WikiGraph.from_pages(pages, schema, *, today=None)``: the same from already scanned pages.
+- ``g.resolve(target, from_id=None) -> Resolution``: what a link text (or a page argument)
+  points at, with the resolution step and, when several pages matched, the candidates.
+- ``g.find_page(name) -> str``: a page argument (title, path, stem or alias) to its id, or
+  :class:`~episteme.errors.NotFoundError` listing the nearest names.
+- ``g.out_edges[i]`` / ``g.in_edges[i]``: sorted unique neighbour indices of node ``i``;
+  ``g.ids[i]``, ``g.index[id]``, ``g.pages[i]``, ``g.tiers[i]``.
+- ``g.dangling`` (:class:`Dangling` per unique (source, target-casefolded) pair),
+  ``g.ambiguities`` (:class:`Ambiguity` per link occurrence resolved by a tie-break),
+  ``g.frontmatter_errors`` (pages with malformed frontmatter).
+- ``g.node_set(tier) -> set[int] | None``: the nodes of a tier (``None`` = no restriction).
+- Algorithms returning JSON-ready dicts: :func:`stats`, :func:`neighbors`,
+  :func:`shortest_paths`, :func:`hubs`, :func:`orphans`, :func:`cluster`, :func:`query`.
+
+Resolution (case-insensitive; the first step that matches wins):
+1. frontmatter ``title``; 2. path relative to the root without ``.md``; 3. file name stem;
+4. a frontmatter ``aliases`` entry.  Several candidates at one step: the one in the linking
+page's own folder, else the shortest relative path (characters), else code-point order of the
+path; the tie-break is recorded as an :class:`Ambiguity`.  Unresolved targets are dangling.
+Self-links are dropped and edges are unique (source, target) pairs.
+
+Why plain lists of ints: the graph is rebuilt on every call (the files are the only source of
+truth), so building must cost little more than the scan itself.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from .errors import NotFoundError, UsageError
+from .pages import Page, frontmatter_title, normalize_target, scan_wiki
+from .schema import TIERS, Schema, compute_tier, load_schema
+
+STEPS = ("title", "path", "stem", "alias")
+MAX_DEPTH = 4
+
+
+@dataclass(frozen=True, slots=True)
+class Resolution:
+    """Result of resolving a link target.  ``node`` is ``None`` when dangling; ``step`` is one
+    of :data:`STEPS`; ``candidates`` lists every page matched at that step (sorted) when there
+    was more than one."""
+
+    node: int | None
+    step: str | None
+    candidates: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Dangling:
+    source: str
+    target: str
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Ambiguity:
+    source: str
+    target: str
+    line: int
+    step: str
+    chosen: str
+    candidates: tuple[str, ...]
+
+
+def _tags_of(props: dict[str, Any]) -> list[str]:
+    """Frontmatter ``tags`` as a list of strings without a leading ``#`` (a string value may
+    hold several tags separated by commas or spaces)."""
+    v = props.get("tags")
+    if v is None:
+        return []
+    if isinstance(v, str):
+        items: Iterable[Any] = v.replace(",", " ").split()
+    elif isinstance(v, (list, tuple)):
+        items = v
+    else:
+        items = [v]
+    out = []
+    for t in items:
+        if t is None or isinstance(t, (list, dict)):
+            continue
+        s = str(t).strip().lstrip("#").strip()
+        if s:
+            out.append(s)
+    return out
+
+
+def _aliases_of(props: dict[str, Any]) -> list[str]:
+    v = props.get("aliases")
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return [v]
+    if isinstance(v, (list, tuple)):
+        return [str(a) for a in v if a is not None and not isinstance(a, (list, dict))]
+    return [str(v)]
+
+
+class WikiGraph:
+    """Pages as nodes ``0..n-1`` (in id order) and resolved links as directed edges."""
+
+    def __init__(self, root: str, pages: list[Page], schema: Schema, today: _dt.date | None):
+        self.root = root
+        self.schema = schema
+        self.today = today or _dt.date.today()
+        self.pages = pages
+        self.ids = [p.id for p in pages]
+        self.index = {pid: i for i, pid in enumerate(self.ids)}
+        tiers_cfg = schema.tiers
+        self.tiers_enabled = tiers_cfg.enabled
+        self.tiers = [compute_tier(p.props, tiers_cfg, self.today) for p in pages]
+        self._keys: dict[str, dict[str, list[int]]] = {s: {} for s in STEPS}
+        self._build_name_index()
+        self._cache: dict[str, tuple[str | None, list[int]]] = {}
+        self.out_edges: list[list[int]] = []
+        self.in_edges: list[list[int]] = [[] for _ in pages]
+        self.dangling: list[Dangling] = []
+        self.ambiguities: list[Ambiguity] = []
+        self.link_count = 0
+        self._build_edges()
+        self.frontmatter_errors = [
+            {"id": p.id, "error": p.fm_error, "line": p.fm_error_line} for p in pages if p.fm_error
+        ]
+
+    # ---------------------------------------------------------------- construction
+
+    @classmethod
+    def build(
+        cls, root: str | os.PathLike, *, today: _dt.date | None = None, jobs: int | None = None
+    ) -> WikiGraph:
+        """Scan the wiki at ``root`` and build its graph."""
+        root = os.fspath(root)
+        if not os.path.isdir(root):
+            raise NotFoundError(f"wiki folder not found: {root}")
+        return cls(root, scan_wiki(root, jobs=jobs), load_schema(root), today)
+
+    @classmethod
+    def from_pages(
+        cls, pages: list[Page], schema: Schema, *, root: str = "", today: _dt.date | None = None
+    ) -> WikiGraph:
+        """Build from pages already scanned (sorted by id)."""
+        return cls(root, sorted(pages, key=lambda p: p.id), schema, today)
+
+    def _build_name_index(self) -> None:
+        title_k, path_k, stem_k, alias_k = (self._keys[s] for s in STEPS)
+        for i, p in enumerate(self.pages):
+            props = p.props
+            if props:
+                t = frontmatter_title(props)
+                if t is not None:
+                    title_k.setdefault(t.lower(), []).append(i)
+                if "aliases" in props:
+                    for a in _aliases_of(props):
+                        a = a.strip().lower()
+                        if a:
+                            lst = alias_k.setdefault(a, [])
+                            if not lst or lst[-1] != i:
+                                lst.append(i)
+            pid = p.id
+            low = pid[:-3].lower() if pid.endswith(".md") else pid.lower()
+            path_k.setdefault(low, []).append(i)
+            stem_k.setdefault(low.rsplit("/", 1)[-1], []).append(i)
+
+    def _lookup(self, key: str) -> tuple[str | None, list[int]]:
+        hit = self._cache.get(key)
+        if hit is None:
+            hit = (None, [])
+            k = key
+            if k.startswith("./"):
+                k = k[2:]
+            k = k.lstrip("/") if "/" in k else k
+            for step in STEPS:
+                c = self._keys[step].get(k if step in ("path", "stem") else key)
+                if c:
+                    hit = (step, c)
+                    break
+            self._cache[key] = hit
+        return hit
+
+    def _choose(self, candidates: list[int], folder: str | None) -> int:
+        pool = candidates
+        if folder is not None:
+            here = [c for c in candidates if self.pages[c].folder == folder]
+            if here:
+                pool = here
+        return min(pool, key=lambda c: (len(self.ids[c]), self.ids[c]))
+
+    def resolve(self, target: str, from_id: str | None = None) -> Resolution:
+        """Resolve a link target (already normalized or raw link text) from page ``from_id``
+        (``None`` = no linking page, so no same-folder preference)."""
+        key = normalize_target(target).lower()
+        if not key:
+            return Resolution(None, None)
+        step, cands = self._lookup(key)
+        if not cands:
+            return Resolution(None, None)
+        if len(cands) == 1:
+            return Resolution(cands[0], step)
+        folder = None
+        if from_id is not None:
+            folder = from_id.rsplit("/", 1)[0] if "/" in from_id else ""
+        return Resolution(self._choose(cands, folder), step, tuple(sorted(cands)))
+
+    def _build_edges(self) -> None:
+        ids = self.ids
+        lookup = self._lookup
+        in_edges = self.in_edges
+        dangling_seen: set[tuple[int, str]] = set()
+        for i, p in enumerate(self.pages):
+            out: set[int] = set()
+            folder = None
+            for link in p.links:
+                self.link_count += 1
+                key = link.target.lower()
+                step, cands = lookup(key)
+                if not cands:
+                    if (i, key) not in dangling_seen:
+                        dangling_seen.add((i, key))
+                        self.dangling.append(Dangling(p.id, link.target, link.line))
+                    continue
+                if len(cands) == 1:
+                    j = cands[0]
+                else:
+                    if folder is None:
+                        folder = p.folder
+                    j = self._choose(cands, folder)
+                    self.ambiguities.append(
+                        Ambiguity(p.id, link.target, link.line, step or "", ids[j], tuple(ids[c] for c in sorted(cands)))
+                    )
+                if j != i:
+                    out.add(j)
+            lst = sorted(out)
+            self.out_edges.append(lst)
+            for j in lst:
+                in_edges[j].append(i)
+        # in_edges were filled in increasing source order, so they are already sorted
+
+    # ---------------------------------------------------------------- lookups
+
+    @property
+    def edge_count(self) -> int:
+        return sum(len(o) for o in self.out_edges)
+
+    def node_set(self, tier: str | None) -> set[int] | None:
+        """Node indices of ``tier`` (``None`` or ``"all"`` = no restriction)."""
+        if tier in (None, "all"):
+            return None
+        if tier not in TIERS:
+            raise UsageError(f"unknown tier {tier!r} (use one of: {', '.join(TIERS)}, all)")
+        return {i for i, t in enumerate(self.tiers) if t == tier}
+
+    def find_page(self, name: str) -> int:
+        """A page argument to its node index; accepts what a link accepts, plus the id."""
+        raw = name.strip()
+        if raw in self.index:
+            return self.index[raw]
+        r = self.resolve(raw)
+        if r.node is not None:
+            return r.node
+        near = self.nearest(raw)
+        hint = f"; nearest: {', '.join(near)}" if near else ""
+        raise NotFoundError(f"no page matches {name!r}{hint}", details={"nearest": near})
+
+    def nearest(self, name: str, n: int = 5) -> list[str]:
+        """Page ids whose title, path, stem or alias is closest to ``name`` (difflib ratio)."""
+        import difflib
+
+        key = normalize_target(name).lower() or name.lower()
+        names: dict[str, int] = {}
+        for step in STEPS:
+            for k, c in self._keys[step].items():
+                names.setdefault(k, c[0])
+        close = difflib.get_close_matches(key, list(names), n=n * 2, cutoff=0.5)
+        if not close:
+            close = [k for k in names if key and key in k][: n * 2]
+        out: list[str] = []
+        for k in close:
+            pid = self.ids[names[k]]
+            if pid not in out:
+                out.append(pid)
+        return out[:n]
+
+    def node_info(self, i: int) -> dict[str, Any]:
+        """``{id, title, type, tags (first 2), tier}``: how results name a page."""
+        p = self.pages[i]
+        t = p.props.get("type")
+        return {
+            "id": p.id,
+            "title": p.title,
+            "type": None if t is None else str(t),
+            "tags": _tags_of(p.props)[:2],
+            "tier": self.tiers[i],
+        }
+
+    def undirected(self, i: int, allowed: set[int] | None) -> list[int]:
+        """Sorted neighbours of ``i`` over in ∪ out edges, restricted to ``allowed``."""
+        nb = set(self.out_edges[i])
+        nb.update(self.in_edges[i])
+        nb.discard(i)
+        if allowed is not None:
+            nb &= allowed
+        return sorted(nb, key=self.ids.__getitem__)
+
+
+# ==================================================================== algorithms
+
+
+def _scope(g: WikiGraph, tier: str | None, keep: Iterable[int] = ()) -> set[int] | None:
+    allowed = g.node_set(tier)
+    if allowed is not None:
+        allowed = allowed | set(keep)
+    return allowed
+
+
+def stats(g: WikiGraph, tier: str | None = None) -> dict[str, Any]:
+    """Counts over the graph (restricted to ``tier`` when given).
+
+    Returns ``pages``, ``edges`` (unique directed pairs), ``links`` (link occurrences),
+    ``dangling`` (unique (source, target) pairs), ``tiers`` (count per tier), ``tiers_enabled``,
+    ``frontmatter_errors`` (count) with ``frontmatter_error_pages``, ``ambiguous_links``,
+    ``types`` (count per frontmatter ``type``)."""
+    allowed = _scope(g, tier)
+    nodes = range(len(g.ids)) if allowed is None else sorted(allowed)
+    node_ids = None if allowed is None else {g.ids[i] for i in allowed}
+    edges = sum(
+        len(g.out_edges[i]) if allowed is None else sum(1 for j in g.out_edges[i] if j in allowed)
+        for i in nodes
+    )
+    tiers = dict.fromkeys(TIERS, 0)
+    types: dict[str, int] = {}
+    for i in nodes:
+        tiers[g.tiers[i]] += 1
+        t = g.pages[i].props.get("type")
+        key = "(none)" if t is None else str(t)
+        types[key] = types.get(key, 0) + 1
+    dangling = [d for d in g.dangling if node_ids is None or d.source in node_ids]
+    fm = [e for e in g.frontmatter_errors if node_ids is None or e["id"] in node_ids]
+    return {
+        "pages": len(nodes),
+        "edges": edges,
+        "links": g.link_count if allowed is None else sum(len(g.pages[i].links) for i in nodes),
+        "dangling": len(dangling),
+        "tiers": tiers,
+        "tiers_enabled": g.tiers_enabled,
+        "active": tiers["active"],
+        "archived": tiers["archived"],
+        "frozen": tiers["frozen"],
+        "frontmatter_errors": len(fm),
+        "frontmatter_error_pages": fm,
+        "ambiguous_links": len(g.ambiguities),
+        "types": dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
+    }
+
+
+def neighbors(g: WikiGraph, seed: int, depth: int = 1, tier: str | None = None) -> dict[str, Any]:
+    """Breadth-first layers around ``seed`` over in ∪ out edges.
+
+    ``layers[d]`` lists the pages exactly ``d`` undirected hops from the seed (layer 0 is the
+    seed), each as :meth:`WikiGraph.node_info`, in id order.  ``edges`` lists the directed
+    links among the returned pages.  With ``tier`` only pages of that tier are traversed (the
+    seed is always kept).  ``depth`` must be 1..4."""
+    if not 1 <= depth <= MAX_DEPTH:
+        raise UsageError(f"--depth must be between 1 and {MAX_DEPTH}, got {depth}")
+    allowed = _scope(g, tier, [seed])
+    dist = {seed: 0}
+    layers = [[seed]]
+    for d in range(1, depth + 1):
+        nxt: set[int] = set()
+        for u in layers[-1]:
+            for v in g.undirected(u, allowed):
+                if v not in dist:
+                    dist[v] = d
+                    nxt.add(v)
+        if not nxt:
+            break
+        layers.append(sorted(nxt, key=g.ids.__getitem__))
+    shown = set(dist)
+    edges = [
+        [g.ids[u], g.ids[v]]
+        for u in sorted(shown, key=g.ids.__getitem__)
+        for v in g.out_edges[u]
+        if v in shown and v != u
+    ]
+    return {
+        "seed": g.ids[seed],
+        "depth": depth,
+        "tier": tier or "all",
+        "layers": [[g.node_info(i) for i in layer] for layer in layers],
+        "count": len(shown) - 1,
+        "edges": edges,
+    }
+
+
+def _bfs(g: WikiGraph, start: int, allowed: set[int] | None) -> dict[int, int]:
+    dist = {start: 0}
+    q = deque([start])
+    while q:
+        u = q.popleft()
+        du = dist[u] + 1
+        for v in g.undirected(u, allowed):
+            if v not in dist:
+                dist[v] = du
+                q.append(v)
+    return dist
+
+
+def shortest_paths(
+    g: WikiGraph, src: int, dst: int, tier: str | None = None, k: int = 3
+) -> dict[str, Any]:
+    """Up to ``k`` shortest undirected paths from ``src`` to ``dst``.
+
+    ``length`` is the number of hops (``None`` when unreachable); ``paths`` lists the first
+    ``k`` shortest paths in lexicographic order of their id sequences, each a list of ids;
+    ``nodes`` annotates every page on them (:meth:`WikiGraph.node_info`); ``edges`` gives each
+    hop with its link direction.  When no path exists ``paths`` is ``[]`` and ``closest``
+    suggests bridge candidates: pages reachable from one end that share the most tags (or the
+    type) with the other end."""
+    allowed = _scope(g, tier, [src, dst])
+    ds = _bfs(g, src, allowed)
+    result: dict[str, Any] = {"src": g.ids[src], "dst": g.ids[dst], "tier": tier or "all"}
+    if dst not in ds:
+        dt = _bfs(g, dst, allowed)
+        result.update(length=None, paths=[], nodes={}, edges=[], closest=_closest(g, ds, dt, src, dst))
+        return result
+    if src == dst:
+        paths = [[src]]
+    else:
+        dt = _bfs(g, dst, allowed)
+        total = ds[dst]
+        paths = []
+
+        def walk(path: list[int]) -> None:
+            if len(paths) >= k:
+                return
+            u = path[-1]
+            if u == dst:
+                paths.append(list(path))
+                return
+            du = ds[u]
+            for v in g.undirected(u, allowed):  # id order => lexicographic paths
+                if ds.get(v) == du + 1 and dt.get(v, -1) == total - du - 1:
+                    path.append(v)
+                    walk(path)
+                    path.pop()
+                    if len(paths) >= k:
+                        return
+
+        walk([src])
+    on_path = sorted({i for p in paths for i in p}, key=g.ids.__getitem__)
+    edges = []
+    for p in paths:
+        for a, b in zip(p, p[1:], strict=False):
+            e = [g.ids[a], g.ids[b]] if b in g.out_edges[a] else [g.ids[b], g.ids[a]]
+            if e not in edges:
+                edges.append(e)
+    result.update(
+        length=len(paths[0]) - 1,
+        paths=[[g.ids[i] for i in p] for p in paths],
+        nodes={g.ids[i]: g.node_info(i) for i in on_path},
+        edges=edges,
+    )
+    return result
+
+
+def _closest(g: WikiGraph, ds: dict[int, int], dt: dict[int, int], src: int, dst: int) -> list[dict[str, Any]]:
+    def features(i: int) -> set[str]:
+        f = {"tag:" + t.lower() for t in _tags_of(g.pages[i].props)}
+        t = g.pages[i].props.get("type")
+        if t is not None:
+            f.add("type:" + str(t).lower())
+        return f
+
+    out = []
+    for side, comp, other in (("src", ds, dst), ("dst", dt, src)):
+        target = features(other)
+        scored = []
+        for i, d in comp.items():
+            if d == 0:
+                continue
+            shared = features(i) & target
+            if shared:
+                scored.append((-len(shared), d, g.ids[i], i, shared))
+        scored.sort()
+        for neg, d, pid, _i, shared in scored[:3]:
+            out.append({"id": pid, "side": side, "hops": d, "shared": sorted(shared), "score": -neg})
+    return out
+
+
+def degrees(g: WikiGraph, allowed: set[int] | None) -> tuple[list[int], list[int], list[int]]:
+    """``(nodes, in_degree, out_degree)`` within ``allowed`` (degree lists indexed by node)."""
+    n = len(g.ids)
+    if allowed is None:
+        return list(range(n)), [len(x) for x in g.in_edges], [len(x) for x in g.out_edges]
+    indeg = [0] * n
+    outdeg = [0] * n
+    for i in allowed:
+        outdeg[i] = sum(1 for j in g.out_edges[i] if j in allowed)
+        indeg[i] = sum(1 for j in g.in_edges[i] if j in allowed)
+    return sorted(allowed), indeg, outdeg
+
+
+def hubs(g: WikiGraph, limit: int | None = 20, tier: str | None = None) -> dict[str, Any]:
+    """Pages by ``score = in + 0.5·out`` descending, then id; the first ``limit``."""
+    nodes, indeg, outdeg = degrees(g, _scope(g, tier))
+    ranked = sorted(nodes, key=lambda i: (-(indeg[i] + 0.5 * outdeg[i]), g.ids[i]))
+    if limit is not None:
+        ranked = ranked[:limit]
+    return {
+        "tier": tier or "all",
+        "hubs": [
+            {
+                "id": g.ids[i],
+                "title": g.pages[i].title,
+                "in": indeg[i],
+                "out": outdeg[i],
+                "score": indeg[i] + 0.5 * outdeg[i],
+                "tier": g.tiers[i],
+            }
+            for i in ranked
+        ],
+        "pages": len(nodes),
+    }
+
+
+def orphans(g: WikiGraph, limit: int | None = None, tier: str | None = None) -> dict[str, Any]:
+    """``orphans`` (no in- and no out-links), ``leaves`` (in-links only) and ``dangling``
+    (``{from, target, line}`` per unique unresolved target per page), within ``tier``."""
+    allowed = _scope(g, tier)
+    nodes, indeg, outdeg = degrees(g, allowed)
+    orph = [g.ids[i] for i in nodes if indeg[i] == 0 and outdeg[i] == 0]
+    leaves = [g.ids[i] for i in nodes if indeg[i] > 0 and outdeg[i] == 0]
+    ids = None if allowed is None else {g.ids[i] for i in allowed}
+    dang = [
+        {"from": d.source, "target": d.target, "line": d.line}
+        for d in g.dangling
+        if ids is None or d.source in ids
+    ]
+    out = {
+        "tier": tier or "all",
+        "pages": len(nodes),
+        "orphan_count": len(orph),
+        "leaf_count": len(leaves),
+        "dangling_count": len(dang),
+        "orphans": orph if limit is None else orph[:limit],
+        "leaves": leaves if limit is None else leaves[:limit],
+        "dangling": dang if limit is None else dang[:limit],
+    }
+    return out
+
+
+def tag_matches(tags: list[str], tag: str) -> bool:
+    """``tag`` (case-insensitive, leading ``#`` ignored) equals a tag or is a parent of a
+    nested ``tag/...`` one."""
+    t = tag.strip().lstrip("#").strip().lower()
+    for x in tags:
+        x = x.lower()
+        if x == t or x.startswith(t + "/"):
+            return True
+    return False
+
+
+def cluster(g: WikiGraph, tag: str, tier: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    """The pages carrying ``tag`` (nested ``tag/x`` counts) and how tightly they link.
+
+    ``members`` (id order, each with its in-degree), ``anchor`` (member with most in-links
+    in the graph, ties by id), ``intra_edges`` (unordered member pairs linked either way),
+    ``external_edges`` (links from members to non-members), ``density`` =
+    intra / (N·(N−1)/2) (0 for N < 2).  An unknown tag is a :class:`NotFoundError`."""
+    want = tag.strip().lstrip("#").strip()
+    if not want:
+        raise UsageError("--tag needs a tag name")
+    all_members = [i for i, p in enumerate(g.pages) if p.props and tag_matches(_tags_of(p.props), want)]
+    if not all_members:
+        import difflib
+
+        known = sorted({t.lower() for p in g.pages for t in _tags_of(p.props)})
+        near = difflib.get_close_matches(want.lower(), known, n=5, cutoff=0.5)
+        hint = f"; nearest tags: {', '.join(near)}" if near else ""
+        raise NotFoundError(f"no page is tagged {tag!r}{hint}", details={"nearest": near})
+    allowed = _scope(g, tier)
+    members = [i for i in all_members if allowed is None or i in allowed]
+    mset = set(members)
+    _, indeg, _ = degrees(g, allowed)
+    pairs: set[tuple[int, int]] = set()
+    external = 0
+    for i in members:
+        for j in g.out_edges[i]:
+            if j in mset:
+                pairs.add((i, j) if i < j else (j, i))
+            elif allowed is None or j in allowed:
+                external += 1
+    n = len(members)
+    anchor = min(members, key=lambda i: (-indeg[i], g.ids[i])) if members else None
+    shown = members if limit is None else sorted(members, key=lambda i: (-indeg[i], g.ids[i]))[:limit]
+    edges = [[g.ids[a], g.ids[b]] for a in shown for b in g.out_edges[a] if b in mset and b in set(shown)]
+    return {
+        "tag": want,
+        "tier": tier or "all",
+        "members": [{**g.node_info(i), "in": indeg[i]} for i in shown],
+        "member_count": n,
+        "anchor": None if anchor is None else g.ids[anchor],
+        "intra_edges": len(pairs),
+        "external_edges": external,
+        "density": (len(pairs) / (n * (n - 1) / 2)) if n >= 2 else 0.0,
+        "edges": edges,
+    }
+
+
+def query(g: WikiGraph, q: Any, sort: str | None = None, tier: str | None = None, limit: int | None = None) -> dict[str, Any]:
+    """Pages whose frontmatter matches the parsed query ``q`` (``q.matches(props)``), sorted by
+    ``sort`` (``F`` ascending, ``-F`` descending; default ``-updated``; pages without the field
+    last, ties by id).  Each match: ``{id, title, tier, properties}``."""
+    from .querylang import DEFAULT_SORT, sort_pages
+
+    allowed = _scope(g, tier)
+    hits = [
+        (g.ids[i], g.pages[i].props, i)
+        for i in range(len(g.ids))
+        if (allowed is None or i in allowed) and q.matches(g.pages[i].props)
+    ]
+    ordered = sort_pages(hits, sort or DEFAULT_SORT)
+    if limit is not None:
+        ordered = ordered[:limit]
+    return {
+        "tier": tier or "all",
+        "sort": sort or DEFAULT_SORT,
+        "count": len(hits),
+        "matches": [
+            {"id": pid, "title": g.pages[i].title, "tier": g.tiers[i], "properties": props}
+            for pid, props, i in ordered
+        ],
+    }
