@@ -23,7 +23,9 @@ if str(PLUGIN) not in sys.path:
 
 # The fake Anthropic Messages API (fixture ``fake_anthropic``); it also keeps every test away from
 # the real API (see tests/fake_anthropic.py).
-pytest_plugins = ["fake_anthropic"]
+pytest_plugins = ["fake_anthropic", "ingested_wiki"]
+# ingested_wiki: session fixtures ``embedder``, ``ingested_template``, ``ingested_papers`` and a
+# per-test copy ``ingested_wiki`` of a wiki with real papers ingested (cached across workers).
 
 
 @pytest.fixture(scope="session")

