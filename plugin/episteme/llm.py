@@ -18,7 +18,7 @@ Why a wrapper around the ``anthropic`` SDK rather than calling it directly:
 The SDK is imported lazily (inside functions): light modules and offline runs never load it.
 
 Environment knobs (besides the :class:`~episteme.config.Settings` fields ``api_key``,
-``llm_model`` and ``llm_base_url``): ``EPISTEME_LLM_TIMEOUT`` (seconds per request, default 120),
+``llm_model`` and ``llm_base_url``): ``EPISTEME_LLM_TIMEOUT`` (seconds per request, default 300),
 ``EPISTEME_LLM_MAX_RETRIES`` (default 4), ``EPISTEME_LLM_RETRY_BASE_DELAY`` (seconds, default 1.0),
 ``EPISTEME_LLM_RETRY_MAX_DELAY`` (cap per wait, default 30) and ``EPISTEME_AGENT`` (see
 :func:`inside_agent`).
@@ -345,7 +345,7 @@ class LLMClient:
             )
         self.model = model or settings.llm_model or DEFAULT_LLM_MODEL
         self.base_url = base_url or settings.llm_base_url or None
-        self.timeout = timeout if timeout is not None else _env_number(settings, "EPISTEME_LLM_TIMEOUT", 120.0)
+        self.timeout = timeout if timeout is not None else _env_number(settings, "EPISTEME_LLM_TIMEOUT", 300.0)
         self.max_retries = int(
             max_retries if max_retries is not None else _env_number(settings, "EPISTEME_LLM_MAX_RETRIES", 4)
         )
