@@ -103,24 +103,28 @@ def _family(font: str) -> str:
     return re.split(r"[-,]", base)[0].rstrip("0123456789").lower()
 
 
+_MATH_FONTS = ("cmmi", "cmsy", "cmex", "cmr", "msbm", "msam", "eufm", "rsfs", "symbol")
+
+
 def has_evidence(line: Line, title: str, stats: DocStats, *, run_in: bool = False) -> bool:
     """Typographic evidence that a line is set as a heading, not as body text."""
     letters = [c for c in title if c.isalpha()]
     upper = len(letters) >= 3 and all(c.isupper() for c in letters)
     if line.bold or line.size >= stats.body_size + 0.8 or upper:
         return True
-    return run_in and line.font != stats.body_font and _family(line.font) != _family(
+    fam = _family(line.font)
+    return (run_in or line.size >= stats.body_size - 1.5) and fam != _family(
         stats.body_font
-    )
+    ) and not fam.startswith(_MATH_FONTS)
 
 
-def plausible_title(title: str, *, numbered: bool) -> bool:
+def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bool:
     """Reject titles that are sentences, table rows, addresses or references."""
     t = title.strip()
     if not t or len(t) > 150:
         return False
     first_alpha = next((c for c in t if c.isalpha()), "")
-    if not first_alpha or not (first_alpha.isupper() or t[0] in "[(\"“'"):
+    if not first_alpha or not (first_alpha.isupper() or t[0] in "[(\"“'" or lower_ok):
         return False
     if t[0].isdigit() and not re.match(r"^\d+[A-Za-z]", t):
         return False
@@ -135,7 +139,7 @@ def plausible_title(title: str, *, numbered: bool) -> bool:
         return False
     if sum(bool(re.fullmatch(r"[\d.,%±]+", w)) for w in words) >= 2:
         return False
-    if CAPTION.match(t):
+    if CAPTION.match(t) or t[0] in "•·∙◦▪–—-*":
         return False
     # a sentence that happens to start with a number: many lower-case function words and a
     # final period, e.g. "2 layers are used in all experiments."
@@ -170,15 +174,15 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
         # -- numbered -------------------------------------------------------------------------
         m = APPENDIX_NUMBERED.match(text) or NUMBERED.match(text)
         if m:
-            src = lead if run_in and NUMBERED.match(lead) else text
+            src, is_run_in, rest = _heading_part(text, lead, run_in)
             mm = APPENDIX_NUMBERED.match(src) or NUMBERED.match(src)
             if mm:
                 num = mm.group("num")
                 title = mm.group("title")
                 cand = number_parts(num)
-                is_run_in = src is lead
+                strong = ln.bold and ln.size >= stats.body_size + 0.8 and not is_run_in
                 ok = (
-                    plausible_title(title, numbered=True)
+                    plausible_title(title, numbered=True, lower_ok=strong)
                     and has_evidence(ln, title, stats, run_in=is_run_in)
                     and fits_after(prev_num, cand, letters_ok=True)
                     and (not isinstance(cand[0], str) or len(cand) > 1 or seen_refs or
@@ -188,7 +192,6 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
                     span, title = _join_wrapped(lines, i, title, ln, stats, is_run_in)
                     for k in range(i + 1, i + span):
                         consumed.add(k)
-                    rest = text[len(lead):].strip() if is_run_in else ""
                     heads.append(
                         Heading(i, span, num, _clean_title(title), len(cand), rest, _style(ln))
                     )
@@ -208,6 +211,24 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
             continue
     heads = _add_style_matches(lines, heads, stats, consumed)
     return heads
+
+
+def _heading_part(text: str, lead: str, run_in: bool) -> tuple[str, bool, str]:
+    """Split a line into (heading text, is run-in, body text after a run-in heading).
+
+    The lead (text in the line's first font) is a run-in heading's title only when the body
+    visibly starts after it: the lead ends with a period, or a sentence starts right after a
+    period following it.  Otherwise a font change inside the line is math or a small-caps or
+    symbol glyph inside the heading itself (``4.1 Global Optimality of p_g = p_data``).
+    """
+    if not run_in:
+        return text, False, ""
+    if lead.endswith("."):
+        return lead, True, text[len(lead):].strip()
+    m = re.compile(r"\.\s+(?=[A-Z])").search(text, len(lead))
+    if m and len(text[: m.start()].split()) <= 16:
+        return text[: m.start()], True, text[m.end():].strip()
+    return text, False, ""
 
 
 def _join_wrapped(
@@ -233,37 +254,114 @@ def _join_wrapped(
     return span, title
 
 
+def _leading(lines: list[Line], stats: DocStats) -> float:
+    """The body's usual baseline-to-baseline distance (for 'is there space above?')."""
+    gaps = []
+    for a, b in zip(lines, lines[1:], strict=False):
+        if a.page == b.page and a.y is not None and b.y is not None:
+            d = a.y - b.y
+            if 0.5 * stats.body_size < d < 2.5 * stats.body_size and round(a.size) == round(
+                b.size
+            ) == round(stats.body_size):
+                gaps.append(d)
+    gaps.sort()
+    return gaps[len(gaps) // 2] if gaps else stats.body_size * 1.2
+
+
+def _space_above(lines: list[Line], i: int, leading: float) -> bool:
+    """True when the line has visibly more space above it than the body leading (or starts a
+    column or page, where that cannot be told)."""
+    ln = lines[i]
+    if i == 0 or ln.y is None:
+        return ln.y is not None
+    prev = lines[i - 1]
+    if prev.page != ln.page or prev.y is None:
+        return True
+    d = prev.y - ln.y
+    return d < 0 or d > 1.3 * leading
+
+
+def _body_follows(lines: list[Line], i: int, stats: DocStats) -> bool:
+    """The next line is ordinary prose: body font, not bold, several words."""
+    if i + 1 >= len(lines):
+        return False
+    nxt = lines[i + 1]
+    return (
+        nxt.page == lines[i].page
+        and not nxt.bold
+        and abs(nxt.size - stats.body_size) < 1.0
+        and len(nxt.text.split()) >= 6
+    )
+
+
 def _add_style_matches(
     lines: list[Line], heads: list[Heading], stats: DocStats, consumed: set[int]
 ) -> list[Heading]:
-    """Unnumbered lines set exactly like the document's numbered headings become headings."""
+    """Unnumbered headings recognised by typography alone.
+
+    * a line set exactly like the document's numbered headings (font and size), e.g. an
+      unnumbered appendix title;
+    * a bold line at body size standing on its own with space above and prose below, in the
+      bold face the headings use (``PASCAL VOC`` under an appendix section).  These are the
+      riskiest, so they must not look like a run-in label (no colon or final period), a table
+      header (no bare numbers) or a caption.
+    """
     styles: dict[tuple[str, float], int] = {}
+    families: set[str] = set()
     for h in heads:
         if h.number and not h.rest and h.style is not None:
             styles.setdefault(h.style, h.level)
+            families.add(_family(h.style[0]))
     if not heads or not styles:
         return heads
+    leading = _leading(lines, stats)
     taken = {h.index for h in heads} | consumed
+    by_index = {h.index: h for h in heads}
     first = min(h.index for h in heads)
     extra: list[Heading] = []
+    level_now = 1
+    in_refs = False
     i = first
     while i < len(lines):
+        if i in by_index:
+            h = by_index[i]
+            if h.number:
+                level_now = h.level
+            in_refs = h.title.lower() in ("references", "bibliography")
         ln = lines[i]
         st = _style(ln)
         text = ln.text.strip()
-        if (
-            i in taken
-            or st not in styles
-            or ln.lead != text
-            or (ln.font == stats.body_font and not ln.bold and not text.isupper())
-            or not plausible_title(text, numbered=False)
-            or len(text.split()) > 12
-            or text.endswith((".", ":"))
-            or NUMBERED.match(text)
+        body_sized = abs(ln.size - stats.body_size) < 0.8
+        base_ok = (
+            i not in taken
+            and plausible_title(text, numbered=False)
+            and len(text.split()) <= 12
+            and not text.endswith((".", ":"))
+            and not NUMBERED.match(text)
+        )
+        level = None
+        if base_ok and st in styles and not body_sized and ln.lead == text and (
+            ln.font != stats.body_font or ln.bold or text.isupper()
         ):
+            level = styles[st]
+        elif (
+            base_ok
+            and ln.bold
+            and not in_refs
+            and ln.all_bold
+            and body_sized
+            and len(text.split()) <= 8
+            and _family(ln.font) in families
+            and ":" not in text
+            and not re.search(r"(?<![\w.])\d+(?![\w.])", text)
+            and _space_above(lines, i, leading)
+            and _body_follows(lines, i, stats)
+        ):
+            level = min(level_now + 1, 3)
+        if level is None:
             i += 1
             continue
         span, title = _join_wrapped(lines, i, text, ln, stats, False)
-        extra.append(Heading(i, span, "", _clean_title(title), styles[st], "", st))
+        extra.append(Heading(i, span, "", _clean_title(title), level, "", st))
         i += span
     return sorted(heads + extra, key=lambda h: h.index)

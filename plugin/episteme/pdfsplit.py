@@ -132,8 +132,43 @@ def norm_title(s: str) -> str:
     return re.sub(r"[^a-z0-9]+", "", s)
 
 
+def _find_printed(
+    want: str, page: int, lines: list[Line], by_page: dict[int, list[int]], after: int,
+    detected: set[int],
+) -> int | None:
+    """The line that prints outline title ``want`` on or near ``page``.
+
+    Candidates are lines whose text (or run-in lead) matches the title, possibly wrapped onto
+    the next line.  A line the text detector already took for a heading wins; then a line with
+    heading typography; then the first match in reading order after the previous entry.
+    """
+    best: tuple[int, int] | None = None
+    for rank_page, p in enumerate((page, page + 1, page - 1)):
+        for i in by_page.get(p, []):
+            ln = lines[i]
+            got = norm_title(ln.text)
+            joined = got + (norm_title(lines[i + 1].text) if i + 1 < len(lines) else "")
+            match = got == want or (
+                len(got) >= 4 and want.startswith(got) and joined.startswith(want)
+            )
+            if not match and not (ln.lead and norm_title(ln.lead) == want):
+                continue
+            score = 0
+            if i in detected:
+                score -= 100
+            if ln.bold or ln.text.strip().isupper():
+                score -= 10
+            if i <= after:
+                score += 5
+            score += rank_page * 20 + (0 if match else 3)
+            if best is None or score < best[0]:
+                best = (score, i)
+    return None if best is None else best[1]
+
+
 def _locate_outline(
-    entries: list[tuple[str, int, int]], lines: list[Line], warnings: list[str]
+    entries: list[tuple[str, int, int]], lines: list[Line], warnings: list[str],
+    detected: set[int],
 ) -> list[Heading]:
     """Find each outline entry's printed heading line; restore its printed numbering."""
     by_page: dict[int, list[int]] = {}
@@ -145,24 +180,7 @@ def _locate_outline(
         want = norm_title(title)
         if not want:
             continue
-        found = None
-        for p in (page, page + 1, page - 1):
-            for i in by_page.get(p, []):
-                if i <= last and p >= page:
-                    continue
-                ln = lines[i]
-                got = norm_title(ln.text)
-                joined = got + (norm_title(lines[i + 1].text) if i + 1 < len(lines) else "")
-                if got and (got == want or (len(got) >= 4 and want.startswith(got) and
-                                            joined.startswith(want))):
-                    found = i
-                    break
-                lead = norm_title(ln.lead)
-                if lead and lead == want:
-                    found = i
-                    break
-            if found is not None:
-                break
+        found = _find_printed(want, page, lines, by_page, last, detected)
         if found is None:
             warnings.append(f"outline entry {title!r} (page {page}) not found in the text")
             continue
@@ -325,7 +343,9 @@ def split_pdf(
     if use_outline:
         entries = _outline(reader)
         if entries:
-            located = _locate_outline(entries, lines, warnings)
+            located = _locate_outline(
+                entries, lines, warnings, {h.index for h in text_heads}
+            )
             if located:
                 used_outline = True
                 heads = _merge(located, text_heads)

@@ -45,6 +45,12 @@ class Line:
     runs: list[Run] = field(default_factory=list)
 
     @property
+    def all_bold(self) -> bool:
+        """Every run with words in it is bold (symbols and math glyphs may differ)."""
+        worded = [r for r in self.runs if sum(c.isalpha() for c in r.text) >= 2]
+        return bool(worded) and all(is_bold_font(r.font) for r in worded)
+
+    @property
     def lead(self) -> str:
         """The text set in the same font as the line's first run: a run-in heading's title."""
         out = []
