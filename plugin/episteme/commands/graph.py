@@ -55,38 +55,47 @@ def _wants_json(argv: list[str]) -> bool:
     return True
 
 
-def _run(argv: list[str]) -> int:
-    args = build_parser().parse_args(argv)
-    mode = args.mode
-    if args.format == "mermaid" and mode not in ("neighbors", "shortest-path", "cluster"):
-        raise UsageError(f"--format mermaid is available for neighbors, shortest-path and cluster, not {mode}")
-    if args.limit is not None and args.limit < 0:
+def graph_query(
+    wiki: str | os.PathLike,
+    mode: str = "stats",
+    *,
+    seed: str | None = None,
+    depth: int = 1,
+    src: str | None = None,
+    dst: str | None = None,
+    tag: str | None = None,
+    query: str | None = None,
+    sort: str | None = None,
+    limit: int | None = None,
+    tier: str | None = None,
+    today: _dt.date | None = None,
+    jobs: int | None = None,
+) -> dict:
+    """The JSON result of one graph query (what ``--format json`` prints).  The HTTP API calls
+    this too, so the command and ``GET /graph`` can never disagree."""
+    if mode not in MODES:
+        raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+    if tier is not None and tier not in ("active", "archived", "frozen", "all"):
+        raise UsageError(f"unknown tier {tier!r}; choose active, archived, frozen or all")
+    if limit is not None and limit < 0:
         raise UsageError("--limit must be >= 0")
     need = {"neighbors": ["seed"], "shortest-path": ["src", "dst"], "cluster": ["tag"], "query": ["query"]}
+    given = {"seed": seed, "src": src, "dst": dst, "tag": tag, "query": query}
     for name in need.get(mode, []):
-        if not getattr(args, name):
+        if not given[name]:
             raise UsageError(f"--mode {mode} needs --{name}")
-    today = None
-    if args.today:
-        try:
-            today = _dt.date.fromisoformat(args.today)
-        except ValueError:
-            raise UsageError(f"--today must be YYYY-MM-DD, got {args.today!r}") from None
     q = None
     if mode == "query":
         from ..querylang import QuerySyntaxError, parse_query
 
         try:
-            q = parse_query(args.query)  # fail on syntax before reading a single page
+            q = parse_query(query)  # fail on syntax before reading a single page
         except QuerySyntaxError as e:  # one line: the column and the problem
             raise UsageError(e.message.splitlines()[0], details=e.details) from None
 
     from .. import graph as G
-    from ..graph_format import render_mermaid, render_text
 
-    wiki = args.wiki or os.environ.get("WIKI_PATH") or "wiki"
-    g = G.WikiGraph.build(wiki, today=today, jobs=args.jobs)
-    tier = args.tier
+    g = G.WikiGraph.build(wiki, today=today, jobs=jobs)
     if tier is None and mode in FOCUS_MODES and g.tiers_enabled:
         tier = "active"
     if tier == "all":
@@ -95,21 +104,43 @@ def _run(argv: list[str]) -> int:
     if mode == "stats":
         result = G.stats(g, tier)
     elif mode == "neighbors":
-        result = G.neighbors(g, g.find_page(args.seed), args.depth, tier)
+        result = G.neighbors(g, g.find_page(seed), depth, tier)
     elif mode == "shortest-path":
-        src, dst = g.find_page(args.src), g.find_page(args.dst)
-        result = G.shortest_paths(g, src, dst, tier)
+        result = G.shortest_paths(g, g.find_page(src), g.find_page(dst), tier)
     elif mode == "hubs":
-        result = G.hubs(g, 20 if args.limit is None else args.limit, tier)
+        result = G.hubs(g, 20 if limit is None else limit, tier)
     elif mode == "orphans":
-        result = G.orphans(g, args.limit, tier)
+        result = G.orphans(g, limit, tier)
     elif mode == "cluster":
-        result = G.cluster(g, args.tag, tier, args.limit)
+        result = G.cluster(g, tag, tier, limit)
     else:
-        result = G.query(g, q, args.sort, tier, args.limit)
-        result["query"] = args.query
+        result = G.query(g, q, sort, tier, limit)
+        result["query"] = query
     scanned = {"pages": len(g.ids), "edges": g.edge_count, "dangling": len(g.dangling)}
-    result = {"mode": mode, **result, "scanned": scanned, "wiki": os.path.abspath(wiki)}
+    return {"mode": mode, **result, "scanned": scanned, "wiki": os.path.abspath(wiki)}
+
+
+def _run(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    mode = args.mode
+    if args.format == "mermaid" and mode not in ("neighbors", "shortest-path", "cluster"):
+        raise UsageError(f"--format mermaid is available for neighbors, shortest-path and cluster, not {mode}")
+    today = None
+    if args.today:
+        try:
+            today = _dt.date.fromisoformat(args.today)
+        except ValueError:
+            raise UsageError(f"--today must be YYYY-MM-DD, got {args.today!r}") from None
+
+    from ..graph_format import render_mermaid, render_text
+
+    wiki = args.wiki or os.environ.get("WIKI_PATH") or "wiki"
+    result = graph_query(
+        wiki, mode, seed=args.seed, depth=args.depth, src=args.src, dst=args.dst, tag=args.tag,
+        query=args.query, sort=args.sort, limit=args.limit, tier=args.tier, today=today,
+        jobs=args.jobs,
+    )
+    scanned = result["scanned"]
 
     if args.format == "json":
         print_json(result)
