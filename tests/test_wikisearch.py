@@ -1,0 +1,130 @@
+"""The wiki-section index: refresh by content hash, lexical + semantic search fused."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from episteme.wikisearch import WikiSectionIndex
+from episteme.wikiwrite import WikiWriter
+from ingested_wiki import wiki_settings
+
+SECTIONS = [
+    ("transformer", "Scaled dot-product attention",
+     "Why attention logits are divided by the square root of the key dimension.",
+     "Dot products of high-dimensional queries and keys grow large, which pushes the softmax into "
+     "regions with tiny gradients. Dividing by the square root of d_k keeps them in range.",
+     ["attention.pdf"]),
+    ("transformer", "Training cost of the big model",
+     "BLEU on WMT14 and GPU days for the large Transformer.",
+     "The big model reached 28.4 BLEU on English-German and trained for 3.5 days on 8 P100 GPUs.",
+     ["attention.pdf"]),
+    ("gan", "Adversarial training game",
+     "A generator and a discriminator play a minimax game.",
+     "The generator maps noise to samples while the discriminator tells real data from fakes; "
+     "training alternates gradient steps for the two networks.",
+     ["gan.pdf"]),
+    ("resnet", "Residual connections",
+     "Identity shortcuts that let very deep networks train.",
+     "Stacked layers fit a residual function F(x) and the block outputs F(x) + x, so a layer "
+     "that should do nothing only needs to push its weights towards zero.",
+     ["resnet.pdf"]),
+]
+
+
+def make_wiki(root: Path, sections=SECTIONS) -> dict[str, str]:
+    """A small wiki written with the real write primitives; returns title -> section id."""
+    root.mkdir(parents=True, exist_ok=True)
+    ids = {}
+    with WikiWriter(root, op="test") as w:
+        for page, title, desc, body, sources in sections:
+            r = w.create_section(page, title=title, description=desc, body=body, sources=sources,
+                                 page_title=page.title())
+            ids[title] = r.section_id
+    return ids
+
+
+@pytest.fixture
+def small_wiki(tmp_path: Path):
+    wiki = tmp_path / "wiki"
+    ids = make_wiki(wiki)
+    return wiki, ids
+
+
+def test_refresh_counts_and_is_cheap_when_unchanged(small_wiki, embedder):
+    wiki, ids = small_wiki
+    idx = WikiSectionIndex(wiki_settings(wiki), embedder)
+    first = idx.refresh()
+    assert first["added"] == 4 and first["updated"] == 0 and first["removed"] == 0
+    second = idx.refresh()
+    assert second["added"] == second["updated"] == second["removed"] == 0
+    assert second["pages_read"] == 0  # unchanged pages are not even read
+    assert sorted(idx.ids()) == sorted(ids.values())
+
+
+def test_search_finds_paraphrase_and_exact_terms(small_wiki, embedder):
+    wiki, ids = small_wiki
+    idx = WikiSectionIndex(wiki_settings(wiki), embedder)
+    hits = idx.search("why scale the softmax inputs by sqrt of d_k?", k=2)
+    assert hits[0]["id"] == ids["Scaled dot-product attention"]
+    assert set(hits[0]) >= {"id", "page", "title", "description", "text", "score", "sources"}
+    assert hits[0]["page"] == "transformer.md" and hits[0]["sources"] == ["attention.pdf"]
+    # a pure paraphrase with no shared content word: only the semantic side can find it
+    hits = idx.search("skip links that make it possible to optimise extremely deep nets", k=1)
+    assert hits[0]["id"] == ids["Residual connections"]
+    # a number only BM25 can match
+    hits = idx.search("28.4", k=1)
+    assert hits[0]["id"] == ids["Training cost of the big model"]
+    # exclusion
+    hits = idx.search("generator discriminator", k=4, exclude_ids=[ids["Adversarial training game"]])
+    assert ids["Adversarial training game"] not in [h["id"] for h in hits]
+
+
+def test_refresh_picks_up_edits_and_removals(small_wiki, embedder):
+    wiki, ids = small_wiki
+    settings = wiki_settings(wiki)
+    idx = WikiSectionIndex(settings, embedder)
+    idx.refresh()
+    gan = ids["Adversarial training game"]
+    with WikiWriter(wiki, op="test") as w:
+        w.update_section("gan", gan, body="Mode collapse: the generator maps many noise vectors "
+                         "to one output, the Helvetica scenario.")
+    res = idx.refresh()
+    assert res["updated"] == 1 and res["added"] == 0 and res["removed"] == 0
+    assert idx.search("Helvetica scenario", k=1)[0]["id"] == gan
+    os.remove(wiki / "resnet.md")
+    res = idx.refresh()
+    assert res["removed"] == 1
+    assert ids["Residual connections"] not in idx.ids()
+    # the semantic side forgot it too
+    assert ids["Residual connections"] not in [s for s, _ in idx.semantic("residual identity shortcut", 10)]
+
+
+def test_index_is_deletable(small_wiki, embedder):
+    wiki, ids = small_wiki
+    settings = wiki_settings(wiki)
+    idx = WikiSectionIndex(settings, embedder)
+    idx.refresh()
+    idx.close()
+    (settings.data_dir / "wiki_index.db").unlink()
+    for extra in ("wiki_index.db-wal", "wiki_index.db-shm"):
+        (settings.data_dir / extra).unlink(missing_ok=True)
+    idx2 = WikiSectionIndex(settings, embedder)
+    res = idx2.refresh()
+    assert res["rebuilt"] and res["added"] == 4
+    # no duplicate vectors left over from the first build
+    assert idx2.vectors.count("wiki_sections") == sum(1 for _ in ids) * 1
+    assert idx2.search("minimax game", k=1)[0]["id"] == ids["Adversarial training game"]
+
+
+def test_lost_chroma_collection_is_rebuilt(small_wiki, embedder):
+    wiki, ids = small_wiki
+    settings = wiki_settings(wiki)
+    idx = WikiSectionIndex(settings, embedder)
+    idx.refresh()
+    idx.vectors.drop("wiki_sections")
+    res = WikiSectionIndex(settings, embedder).refresh()
+    assert res["rebuilt"] and res["added"] == 4
+    shutil.rmtree(wiki / ".episteme" / "tmp", ignore_errors=True)
