@@ -196,16 +196,60 @@ def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[L
 _WORD = re.compile(r"[A-Za-z]+")
 
 
+_COMPOUND = re.compile(r"[A-Za-z]+-[A-Za-z]+")
+_SUFFIXES = ("s", "es", "ed", "d", "ing", "ly", "al", "er", "ers", "ion", "ions", "ity")
+
+
 def vocabulary(lines: list[Line]) -> set[str]:
-    """Lower-cased words of the document, for deciding whether a broken word is re-joined."""
+    """Lower-cased words of the document, for deciding whether a broken word is re-joined.
+
+    Hyphenated compounds printed inside a line are recorded too (as ``"fine-tuned"``), so a
+    compound broken at its own hyphen keeps it.
+    """
     vocab: set[str] = set()
+    prev_broken = False
     for ln in lines:
-        vocab.update(w.lower() for w in _WORD.findall(ln.text))
+        text = ln.text
+        if prev_broken:  # the line starts with the tail of a broken word: not a word
+            text = re.sub(r"^[A-Za-z]+", "", text)
+        prev_broken = text.endswith("-")
+        if prev_broken:  # and ends with the head of one
+            text = re.sub(r"[A-Za-z]+-$", "", text)
+        vocab.update(w.lower() for w in _WORD.findall(text))
+        vocab.update(w.lower() for w in _COMPOUND.findall(text))
     return vocab
 
 
-_HYPHEN_END = re.compile(r"([A-Za-z]+)-$")
+def _known_word(word: str, vocab: set[str]) -> bool:
+    """``word`` or an inflection of it (result/results, offer/offering) occurs in ``vocab``."""
+    w = word.lower()
+    if w in vocab:
+        return True
+    for suf in _SUFFIXES:
+        if w + suf in vocab or (w.endswith(suf) and len(w) - len(suf) >= 4 and w[: -len(suf)] in vocab):
+            return True
+    return False
+
+
+_HYPHEN_END = re.compile(r"(?<![A-Za-z-])([A-Za-z]+)-$")
 _START_WORD = re.compile(r"^([a-z]+)")
+
+
+def _rejoin(left: str, right: str, vocab: set[str]) -> bool:
+    """Whether ``left-`` at a line end + ``right`` is one word broken by hyphenation.
+
+    A compound printed with its hyphen elsewhere (``pre-trained``) keeps it; a word printed
+    whole elsewhere (``representation``) is re-joined.  When the document does not say, two
+    halves that are words by themselves (``sentence``/``level``) are a compound, otherwise a
+    fragment (``ap``/``pear``, ``acti``/``vation``) was split by TeX's hyphenation.
+    """
+    if f"{left}-{right}".lower() in vocab:
+        return False
+    if _known_word(left + right, vocab):
+        return True
+    if right.lower() in _SUFFIXES or len(left) < 3:
+        return True
+    return not (_known_word(left, vocab) and _known_word(right, vocab))
 
 
 def join_lines(texts: list[str], vocab: set[str]) -> tuple[str, list[int]]:
@@ -227,10 +271,12 @@ def join_lines(texts: list[str], vocab: set[str]) -> tuple[str, list[int]]:
             m = _HYPHEN_END.search(prev)
             n = _START_WORD.match(t)
             if m and n:
-                if (m.group(1) + n.group(1)).lower() in vocab:
+                if _rejoin(m.group(1), n.group(1), vocab):
                     parts[-1] = parts[-1][:-1]
                     pos -= 1
                 sep = ""
+            elif n and re.search(r"[A-Za-z]-[A-Za-z]+-$", prev):
+                sep = ""  # "left-to-" + "right": a compound broken at one of its hyphens
             elif prev.endswith((".", "?", "!", ":")) and len(prev) < 0.8 * typical:
                 sep = "\n"
             else:
