@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -368,3 +371,18 @@ def test_wiki_path_env_default(gwiki: Path, capsys, monkeypatch):
     monkeypatch.setenv("WIKI_PATH", str(gwiki))
     rc, r, _ = run(capsys, "--mode", "stats")
     assert rc == 0 and r["pages"] == 9
+
+
+def test_graph_command_imports_only_stdlib_and_yaml(gwiki: Path):
+    code = (
+        "import sys, io, contextlib\n"
+        "from episteme.commands.graph import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()):\n"
+        f"    main(['--wiki', {str(gwiki)!r}, '--mode', 'query', '--query', 'type: entity'])\n"
+        "heavy = {'numpy', 'torch', 'chromadb', 'anthropic', 'onnxruntime', 'pypdf', 'tqdm'} & set(sys.modules)\n"
+        "print(sorted(heavy))\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent / "plugin")})
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "[]"
