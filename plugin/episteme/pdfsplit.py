@@ -262,9 +262,11 @@ def _guess_title(reader, lines: list[Line]) -> str:
     if len(t) > 3 and not re.search(r"\.(dvi|pdf|tex|docx?)$|^untitled|^microsoft word", t, re.I):
         return normalize_text(t)
     first = [ln for ln in lines if ln.page == 1][:40]
-    if not first:
+    # the largest type on page 1 that reads like a title (logos and drop caps are short)
+    wordy = [ln for ln in first if len(ln.text.split()) >= 3] or first
+    if not wordy:
         return ""
-    big = max(ln.size for ln in first)
+    big = max(ln.size for ln in wordy)
     picked = []
     for ln in first:
         if abs(ln.size - big) < 0.5:
@@ -295,6 +297,8 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
     for ln in front[:40]:
         t = ln.text.strip()
         if norm_title(t) and norm_title(t) in norm_title(title):
+            continue
+        if _AFFIL.search(t) or "@" in t or re.search(r"\d{2,}", t):
             continue
         for part in re.split(r"\s*(?:,|;|\band\b|&)\s*", re.sub(r"[∗*†‡§¶\d]+", " ", t)):
             part = re.sub(r"\s+", " ", part).strip()
