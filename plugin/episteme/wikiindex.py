@@ -50,7 +50,6 @@ DEFAULT_INDEX_HEADER = (
 DEFAULT_LOG_HEADER = "# Log\n\nAppend-only record of every operation on this wiki.\n"
 
 _ENTRY_HEAD_RE = re.compile(r"^##[ \t]+(sec_\d{3,})[ \t]*$")
-_PAGE_LINE_RE = re.compile(r"^Page:[ \t]*(.*?)[ \t]*$")
 _SOURCE_LINE_RE = re.compile(r"^Sources?:[ \t]*(.*?)[ \t]*$")
 _LOG_HEAD_RE = re.compile(r"^##[ \t]+\[(\d{4}-\d{2}-\d{2})\][ \t]+([^|]+?)[ \t]*\|[ \t]*(.*?)[ \t]*$")
 _LOG_ITEM_RE = re.compile(r"^[-*][ \t]+([A-Za-z_ -]+?):[ \t]*(.*?)[ \t]*$")
@@ -96,10 +95,13 @@ class IndexMd:
     problems: list[str] = field(default_factory=list)  # unparseable lines, duplicate ids
 
     def render(self) -> str:
-        out = [self.header.rstrip("\n") + "\n"]
-        for sid in sorted(self.entries, key=section_sort_key):
-            out.append("\n" + self.entries[sid].render())
-        return "".join(out)
+        ids = sorted(self.entries, key=section_sort_key)
+        return join_index_md(self.header, [self.entries[sid].render() for sid in ids])
+
+
+def join_index_md(header: str, blocks: Iterable[str]) -> str:
+    """``index.md`` from its header and already rendered entries (in order)."""
+    return header.rstrip("\n") + "\n" + "".join("\n" + b for b in blocks)
 
 
 def parse_index_md(text: str) -> IndexMd:
@@ -119,22 +121,26 @@ def parse_index_md(text: str) -> IndexMd:
         idx.entries[current.id] = current
 
     for lineno, line in enumerate(text.splitlines(), 1):
-        m = _ENTRY_HEAD_RE.match(line)
-        if m:
-            close()
-            current, desc = IndexEntry(id=m.group(1)), []
-            continue
+        if line.startswith("## "):  # cheap prefix tests first: big indexes are parsed per write
+            m = _ENTRY_HEAD_RE.match(line)
+            if m:
+                close()
+                current, desc = IndexEntry(id=m.group(1)), []
+                continue
+            idx.problems.append(f"index.md line {lineno}: heading is not a section id: {line!r}")
+            if current is None:
+                header.append(line)
+                continue
         if current is None:
-            if line.startswith("## ") and SECTION_ID_RE.match(line[3:].strip()) is None:
-                idx.problems.append(f"index.md line {lineno}: heading is not a section id: {line!r}")
             header.append(line)
-            continue
-        pm = _PAGE_LINE_RE.match(line)
-        sm = _SOURCE_LINE_RE.match(line)
-        if pm:
-            current.page = pm.group(1)
-        elif sm:
-            current.sources = split_source_list(sm.group(1))
+        elif line.startswith("Page:"):
+            current.page = line[5:].strip()
+        elif line.startswith("Source"):
+            sm = _SOURCE_LINE_RE.match(line)
+            if sm:
+                current.sources = split_source_list(sm.group(1))
+            elif line.strip():
+                desc.append(line.strip())
         elif line.strip():
             desc.append(line.strip())
     close()
@@ -203,14 +209,17 @@ def read_index_json(wiki: str | os.PathLike) -> dict[str, list[str]]:
 def render_index_json(mapping: Mapping[str, Iterable[str]]) -> str:
     """One line per section (``"sec_002": ["a.pdf", "b.pdf"]``), ids in numeric order: valid
     JSON that still diffs line by line."""
-    ids = sorted(mapping, key=section_sort_key)
-    if not ids:
-        return "{}\n"
-    rows = [
-        f"  {json.dumps(sid, ensure_ascii=False)}: {json.dumps(list(mapping[sid]), ensure_ascii=False)}"
-        for sid in ids
-    ]
-    return "{\n" + ",\n".join(rows) + "\n}\n"
+    return join_index_json(index_json_row(sid, mapping[sid]) for sid in sorted(mapping, key=section_sort_key))
+
+
+def index_json_row(section_id: str, sources: Iterable[str]) -> str:
+    return f"  {json.dumps(section_id, ensure_ascii=False)}: {json.dumps(list(sources), ensure_ascii=False)}"
+
+
+def join_index_json(rows: Iterable[str]) -> str:
+    """``index.json`` from already rendered rows (in order)."""
+    rows = list(rows)
+    return "{\n" + ",\n".join(rows) + "\n}\n" if rows else "{}\n"
 
 
 def write_index_json(wiki: str | os.PathLike, mapping: Mapping[str, Iterable[str]]) -> bool:

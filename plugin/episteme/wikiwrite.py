@@ -28,6 +28,7 @@ never imports SQLite or the stores.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import datetime as _dt
 import json
@@ -60,6 +61,9 @@ from .wikiindex import (
     IndexEntry,
     IndexMd,
     append_log,
+    index_json_row,
+    join_index_json,
+    join_index_md,
     make_log_entry,
     parse_index_md,
     read_index_json,
@@ -666,8 +670,8 @@ class WikiWriter:
         self.pages: list[str] = []
         self.recovered: dict | None = None
         self._lock = None
-        self._index_json: dict[str, list[str]] | None = None
-        self._index_md: IndexMd | None = None
+        self._index: _IndexState | None = None
+        self._floor: int | None = None  # highest section number known taken (lock held)
         self._dirty = False
 
     # -- context management ---------------------------------------------------------------
@@ -708,15 +712,16 @@ class WikiWriter:
         if self._lock is None:
             raise RuntimeError("use WikiWriter as a context manager (with WikiWriter(...) as w:)")
 
-    def _indexes(self) -> tuple[dict[str, list[str]], IndexMd]:
-        if self._index_json is None or self._index_md is None:
+    def _indexes(self) -> _IndexState:
+        """Both indexes, read once per batch (the lock is held, nobody else changes them)."""
+        if self._index is None:
             try:
-                self._index_json = read_index_json(self.wiki)
+                ijson = read_index_json(self.wiki)
             except EpistemeError:  # unreadable by hand edits: rederive it from the pages
                 rebuild_indexes(self.wiki)
-                self._index_json = read_index_json(self.wiki)
-            self._index_md = read_index_md(self.wiki)
-        return self._index_json, self._index_md
+                ijson = read_index_json(self.wiki)
+            self._index = _IndexState(ijson, read_index_md(self.wiki))
+        return self._index
 
     # -- public operations -----------------------------------------------------------------
 
@@ -756,8 +761,10 @@ class WikiWriter:
         if not 1 <= level <= 6:
             raise UsageError("section heading level must be 1..6")
         text, parsed, fm, page_created = self._load_or_new(rel, path, page_title, page_type, tag_list, srcs, page_fields)
-        ijson, imd = self._indexes()
-        sid = format_section_id(max(_allocation_floor(self.wiki, ijson, imd), _max_number(s.id for s in parsed.sections)) + 1)
+        if self._floor is None:
+            idx = self._indexes()
+            self._floor = _allocation_floor(self.wiki, idx.json, idx.md)
+        sid = format_section_id(max(self._floor, _max_number(s.id for s in parsed.sections)) + 1)
         sec = WikiSection(id=sid, title=title, level=level, description=description, sources=srcs, body=body)
         if after and parsed.get(after) is None:
             raise NotFoundError(f"no section {after} on {rel} to insert after")
@@ -896,15 +903,59 @@ class WikiWriter:
         atomic_write_text(path, new_text)
         if new_number is not None:
             _write_seq(self.wiki, new_number)
+            self._floor = max(self._floor or 0, new_number)
         if sec is not None:
-            ijson, imd = self._indexes()
-            ijson[sec.id] = list(sec.sources)
-            imd.entries[sec.id] = IndexEntry(sec.id, sec.description, rel, list(sec.sources))
-            write_index_json(self.wiki, ijson)
-            write_index_md(self.wiki, imd)
+            idx = self._indexes()
+            idx.set(IndexEntry(sec.id, sec.description, rel, list(sec.sources)))
+            atomic_write_text(self.wiki / INDEX_JSON, idx.render_json())
+            atomic_write_text(self.wiki / INDEX_MD, idx.render_md())
         self._dirty = False
         if rel not in self.pages:
             self.pages.append(rel)
+
+
+class _Rows:
+    """One index file's entries kept rendered and in numeric id order, so a write re-renders
+    only the entry it changed (a 10,000-section index stays cheap to rewrite)."""
+
+    def __init__(self, rows: dict[str, str]):
+        self.rows = rows
+        self.ids = sorted(rows, key=section_sort_key)
+        self.keys = [section_sort_key(sid) for sid in self.ids]
+
+    def set(self, sid: str, row: str) -> None:
+        if sid not in self.rows:
+            key = section_sort_key(sid)
+            i = bisect.bisect(self.keys, key)
+            self.ids.insert(i, sid)
+            self.keys.insert(i, key)
+        self.rows[sid] = row
+
+    def ordered(self) -> list[str]:
+        return [self.rows[sid] for sid in self.ids]
+
+
+class _IndexState:
+    """``index.json`` and ``index.md`` in memory during a batch (same bytes as wikiindex's
+    renderers, so a later rebuild finds nothing to change)."""
+
+    def __init__(self, ijson: dict[str, list[str]], imd: IndexMd):
+        self.json = ijson
+        self.md = imd
+        self._json_rows = _Rows({sid: index_json_row(sid, src) for sid, src in ijson.items()})
+        self._md_rows = _Rows({sid: e.render() for sid, e in imd.entries.items()})
+
+    def set(self, entry: IndexEntry) -> None:
+        self.json[entry.id] = list(entry.sources)
+        self.md.entries[entry.id] = entry
+        self._json_rows.set(entry.id, index_json_row(entry.id, entry.sources))
+        self._md_rows.set(entry.id, entry.render())
+
+    def render_json(self) -> str:
+        return join_index_json(self._json_rows.ordered())
+
+    def render_md(self) -> str:
+        return join_index_md(self.md.header, self._md_rows.ordered())
 
 
 def splice_page(
