@@ -21,6 +21,9 @@ from typing import Any
 from .errors import UsageError
 
 MERMAID_MODES = ("neighbors", "shortest-path", "cluster")
+#: Mermaid refuses diagrams with more edges than this (its ``maxEdges`` default, which a diagram
+#: cannot raise); larger results are cut and say so in a ``%%`` comment.
+MERMAID_MAX_EDGES = 500
 _TIER_STYLE = {
     "archived": "fill:#eeeeee,stroke:#999999,color:#555555",
     "frozen": "fill:#dde6f0,stroke:#7a8ca3,color:#44556b,stroke-dasharray: 4 2",
@@ -39,6 +42,8 @@ def mermaid_label(text: str) -> str:
             out.append("#quot;")
         elif ch == "#":
             out.append("#35;")
+        elif ch == "&":
+            out.append("#38;")
         elif ch == "<":
             out.append("#lt;")
         elif ch == ">":
@@ -104,8 +109,13 @@ def render_mermaid(mode: str, result: dict[str, Any]) -> str:
         for n in result["members"]:
             d.node(n["id"], n["title"], n["tier"])
         edges = result["edges"]
-    for a, b in edges:
+    for a, b in edges[:MERMAID_MAX_EDGES]:
         d.edge(a, b)
+    if len(edges) > MERMAID_MAX_EDGES:
+        d.lines.append(
+            f"    %% {len(edges) - MERMAID_MAX_EDGES} more links not drawn "
+            f"(Mermaid draws at most {MERMAID_MAX_EDGES}); use --limit or a smaller --depth"
+        )
     return d.text()
 
 
