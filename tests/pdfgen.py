@@ -317,7 +317,7 @@ def add_outline(pdf: bytes, headings: list[tuple[str, str, int, int]], *,
             continue
         label = f"{number} {title}" if (number and numbers) else title
         parent = parents.get(level - 1) if level > 1 else None
-        item = writer.add_outline_item(label, page, parent=parent)
+        item = writer.add_outline_item(title=label, page_number=page, parent=parent)
         parents[level] = item
     buf = io.BytesIO()
     writer.write(buf)
@@ -337,15 +337,12 @@ def make_paper_pdf(path: str | Path, paper: Paper, layout: Layout | None = None)
 
 def encrypt_pdf(src: str | Path, dst: str | Path, *, user_password: str,
                 owner_password: str = "owner") -> Path:
-    """An encrypted copy (AES-128 when the crypto backend allows, else RC4)."""
+    """An encrypted copy (RC4-128: pypdf handles it without the optional crypto backend)."""
     import pypdf
 
     writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(str(src)))
-    try:
-        writer.encrypt(user_password=user_password, owner_password=owner_password,
-                       algorithm="AES-128")
-    except Exception:
-        writer.encrypt(user_password=user_password, owner_password=owner_password)
+    writer.encrypt(user_password=user_password, owner_password=owner_password,
+                   algorithm="RC4-128")
     with open(dst, "wb") as fh:
         writer.write(fh)
     return Path(dst)

@@ -176,7 +176,7 @@ def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[L
     for lines, h in zip(pages, heights, strict=True):
         seen = {_shape(ln.text) for ln in lines if in_margin(ln, h)}
         counts.update(seen)
-    need = 3 if n >= 5 else max(2, n)
+    need = 3 if n >= 5 else 2
     out = []
     for lines, h in zip(pages, heights, strict=True):
         kept = []

@@ -1,0 +1,245 @@
+"""The section splitter on the project's own generated PDFs: layouts, outlines, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pdfgen
+import pytest
+from episteme.commands.split import main as split_main
+from episteme.pdfsplit import PdfError, check_pdf_bytes, split_pdf
+
+REPO = Path(__file__).resolve().parent.parent
+STAMP = "arXiv:2611.01234v1 [physics.ao-ph] 3 Nov 2026"
+HEADER = "Harbour Tides - preprint under review"
+
+
+def _paper() -> pdfgen.Paper:
+    p = pdfgen.sample_paper()
+    # a body line that starts with a number and a capital: must not become a heading
+    p.sections[2].paragraphs.append("5 Stations were levelled twice in the same week.")
+    return p
+
+
+EXPECTED = [
+    ("", "Abstract", 1, "abstract"),
+    ("1", "Introduction", 1, "body"),
+    ("2", "Measuring the Sea Surface", 1, "body"),
+    ("2.1", "Float Gauges and Stilling Wells", 2, "body"),
+    ("2.2", "Pressure Sensors", 2, "body"),
+    ("3", "Aligning Neighbouring Stations", 1, "body"),
+    ("3.1", "Datum Corrections", 2, "body"),
+    ("3.1.1", "Benchmark Levelling", 3, "body"),
+    ("4", "Conclusion", 1, "body"),
+    ("", "References", 1, "references"),
+    ("A", "Station List", 1, "appendix"),
+    ("A.1", "Station Metadata", 2, "appendix"),
+]
+
+LAYOUTS = {
+    "one_column": pdfgen.Layout(columns=1),
+    "one_column_outline": pdfgen.Layout(columns=1, outline=True),
+    "two_column": pdfgen.Layout(columns=2, running_header=HEADER, stamp=STAMP),
+    "two_column_outline_unnumbered": pdfgen.Layout(
+        columns=2, outline=True, outline_numbers=False, running_header=HEADER, stamp=STAMP
+    ),
+    "helvetica_no_hyphenation": pdfgen.Layout(family="Helvetica", hyphenate=False,
+                                              page_numbers=False),
+}
+
+
+@pytest.fixture(scope="session")
+def generated(tmp_path_factory) -> dict[str, Path]:
+    d = tmp_path_factory.mktemp("genpdf")
+    return {name: pdfgen.make_paper_pdf(d / f"{name}.pdf", _paper(), lay)
+            for name, lay in LAYOUTS.items()}
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s).strip()
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_headings_levels_and_kinds(generated, name):
+    res = split_pdf(generated[name])
+    got = [(s.number, s.title, s.level, s.kind) for s in res.sections if s.kind != "front"]
+    assert got == EXPECTED
+    assert res.sections[0].kind == "front"
+    assert res.title == "Harbour Tides and Their Long Records"
+    assert res.authors == ["Mira Okafor", "Tomás Lindqvist"]
+    assert res.used_outline == LAYOUTS[name].outline
+    assert res.pages >= 3
+
+
+@pytest.mark.parametrize("name", list(LAYOUTS))
+def test_section_text_is_the_typeset_prose(generated, name):
+    """Hyphenated breaks re-joined, headers/footers/page numbers/stamp gone, columns in order:
+    the section text is exactly the paragraphs that were typeset."""
+    paper = _paper()
+    res = split_pdf(generated[name])
+    by_title = {s.title: s for s in res.sections}
+    for sec in paper.sections + paper.appendix:
+        assert _norm(by_title[sec.title].text) == _norm(" ".join(sec.paragraphs)), sec.title
+    assert _norm(by_title["Abstract"].text) == _norm(paper.abstract)
+    everything = " ".join(s.text for s in res.sections)
+    assert "arXiv:2611" not in everything
+    assert "preprint under review" not in everything
+
+
+def test_hyphenated_words_rejoined_and_compounds_kept(generated):
+    text = " ".join(s.text for s in split_pdf(generated["two_column"]).sections)
+    # the generator breaks long words at line ends ("neighbour-" / "ing"); all are re-joined
+    assert not re.search(r"\b(neighbou|continu|observa|instrumen)[a-z]*- ?[a-z]", text)
+    assert "century-long" in text  # a real compound keeps its hyphen
+
+
+def test_page_spans_and_offsets(generated):
+    res = split_pdf(generated["two_column"])
+    last_page = 1
+    for s in res.sections:
+        assert 1 <= s.page_start <= s.page_end <= res.pages
+        assert s.page_start >= last_page - 0
+        last_page = s.page_start
+        assert s.page_breaks[0][0] == 0
+        offs = [o for o, _ in s.page_breaks]
+        assert offs == sorted(offs)
+        assert s.page_at(0) == s.page_breaks[0][1]
+        assert s.page_at(len(s.text)) == s.page_end
+    spanning = [s for s in res.sections if s.page_end > s.page_start]
+    assert spanning, "the sample paper has sections that cross a page"
+    s = spanning[0]
+    off, page = s.page_breaks[1]
+    assert s.page_at(off - 1) == page - 1 and s.page_at(off) == page
+
+
+def test_reference_entries_are_not_headings(generated):
+    res = split_pdf(generated["one_column"])
+    titles = [s.title for s in res.sections]
+    assert not any("Decades" in t or "Stations were" in t for t in titles)
+    refs = [s for s in res.sections if s.kind == "references"]
+    assert len(refs) == 1 and "[2] C. Person" in refs[0].text
+
+
+def test_outline_can_be_ignored(generated):
+    res = split_pdf(generated["one_column_outline"], use_outline=False)
+    assert not res.used_outline
+    assert [s.title for s in res.sections if s.kind != "front"] == [e[1] for e in EXPECTED]
+
+
+# -- bad input --------------------------------------------------------------------------------
+
+def _kind(path, **kw) -> str:
+    with pytest.raises(PdfError) as ei:
+        split_pdf(path, **kw)
+    return ei.value.kind
+
+
+def test_not_a_pdf_by_content(tmp_path):
+    f = tmp_path / "paper.pdf"
+    f.write_text("this is a text file with a .pdf name\n" * 50)
+    assert _kind(f) == "not_pdf"
+
+
+def test_empty_file(tmp_path):
+    f = tmp_path / "empty.pdf"
+    f.write_bytes(b"")
+    assert _kind(f) == "empty"
+
+
+def test_zero_pages(tmp_path):
+    f = tmp_path / "zero.pdf"
+    f.write_bytes(pdfgen.write_pdf([]))
+    assert _kind(f) == "empty"
+
+
+def test_truncated(tmp_path, generated):
+    data = generated["one_column"].read_bytes()
+    f = tmp_path / "truncated.pdf"
+    f.write_bytes(data[: len(data) // 2])
+    assert _kind(f) == "corrupt"
+
+
+def test_garbage_between_header_and_eof(tmp_path):
+    f = tmp_path / "garbage.pdf"
+    f.write_bytes(b"%PDF-1.4\n" + bytes(range(256)) * 20 + b"\n%%EOF\n")
+    assert _kind(f) == "corrupt"
+
+
+def test_encrypted_with_password(tmp_path, generated):
+    f = pdfgen.encrypt_pdf(generated["one_column"], tmp_path / "locked.pdf",
+                           user_password="s3cret")
+    with pytest.raises(PdfError) as ei:
+        split_pdf(f)
+    assert ei.value.kind == "encrypted" and "password" in str(ei.value)
+
+
+def test_encrypted_with_empty_user_password_opens(tmp_path, generated):
+    f = pdfgen.encrypt_pdf(generated["one_column"], tmp_path / "owner-only.pdf",
+                           user_password="")
+    res = split_pdf(f)
+    assert [s.title for s in res.sections if s.kind != "front"] == [e[1] for e in EXPECTED]
+
+
+def test_no_text_layer(tmp_path):
+    f = pdfgen.make_no_text_pdf(tmp_path / "scan.pdf")
+    with pytest.raises(PdfError) as ei:
+        split_pdf(f)
+    assert ei.value.kind == "no_text" and "OCR" in str(ei.value)
+
+
+def test_size_and_page_limits(generated):
+    assert _kind(generated["one_column"], max_bytes=1000) == "too_large"
+    assert _kind(generated["one_column"], max_pages=1) == "too_large"
+
+
+def test_check_pdf_bytes_by_content():
+    check_pdf_bytes(b"junk" * 100 + b"%PDF-1.7\n" + b"x" * 5000 + b"%%EOF\n", 10**6)
+    for data, limit, kind in [
+        (b"", 10**6, "empty"),
+        (b" " * 1100 + b"%PDF-1.7\n%%EOF", 10**6, "not_pdf"),
+        (b"%PDF-1.7\n" + b"x" * 10000, 10**6, "corrupt"),
+        (b"%PDF-1.7\n%%EOF" + b"x" * 100, 50, "too_large"),
+    ]:
+        with pytest.raises(PdfError) as ei:
+            check_pdf_bytes(data, limit)
+        assert ei.value.kind == kind
+
+
+# -- command line ----------------------------------------------------------------------------
+
+def test_split_command_json(generated, tmp_path, capsys):
+    odd = tmp_path / "my paper – ü ß.pdf"
+    odd.write_bytes(generated["one_column_outline"].read_bytes())
+    assert split_main([str(odd)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["paper"] == "my paper – ü ß.pdf"
+    assert out["used_outline"] is True and out["pages"] >= 3
+    assert [s["title"] for s in out["sections"]][1:] == [e[1] for e in EXPECTED]
+    assert all("text" not in s and s["chars"] > 0 for s in out["sections"])
+    assert split_main([str(odd), "--no-outline", "--text"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["used_outline"] is False
+    assert all(len(s["text"]) == s["chars"] for s in out["sections"])
+
+
+def test_split_command_error_is_one_line_json(tmp_path, capsys):
+    f = tmp_path / "notes.pdf"
+    f.write_text("hello")
+    assert split_main([str(f)]) == 1
+    cap = capsys.readouterr()
+    assert json.loads(cap.out)["details"]["kind"] == "not_pdf"
+    assert cap.err.strip().startswith("error: not a PDF")
+
+
+def test_split_script_runs(generated):
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "plugin" / "scripts" / "split_pdf.py"),
+         str(generated["two_column"])],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["sections"][2]["title"] == "Introduction"

