@@ -353,3 +353,37 @@ def test_script_create_update_and_refusals(wiki):
     p = run_script(wiki, "--page", "y", "--title", "T", "--description", "D", "--source", "hand.pdf",
                    "--no-source-check")
     assert p.returncode == 0 and json.loads(p.stdout)["warnings"]
+
+
+def test_unicode_and_tricky_text_round_trip(wiki):
+    r = mk(wiki, page="attention", title="Attention — \"quoted\" ünïcode", desc='Says "-->" and <b> and {json}',
+           body="Ω body with <!-- a comment --> and `code`", page_title="Atténtion: a study")
+    page = parse_page((wiki / "attention.md").read_text(encoding="utf-8"))
+    sec = page.get(r.section_id)
+    assert sec.title == "Attention — \"quoted\" ünïcode" and sec.description == 'Says "-->" and <b> and {json}'
+    assert yaml.safe_load(page.frontmatter_text)["title"] == "Atténtion: a study"
+    assert read_index_md(wiki).entries[r.section_id].description == 'Says "-->" and <b> and {json}'
+    assert check_index_consistency(wiki) == [] and rebuild_indexes(wiki)["changed"] is False
+
+
+def test_threads_in_one_process_do_not_interleave(wiki):
+    import threading
+
+    errors: list[BaseException] = []
+
+    def worker(tag: str) -> None:
+        try:
+            for i in range(8):
+                mk(wiki, page=f"{tag}-{i % 2}", title=f"{tag} {i}", desc=f"{tag} {i}")
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in ("left", "right", "mid")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    ids = read_index_json(wiki)
+    assert len(ids) == 24 and sorted(ids) == [f"sec_{n:03d}" for n in range(1, 25)]
+    assert check_index_consistency(wiki) == []

@@ -34,6 +34,7 @@ import datetime as _dt
 import json
 import os
 import re
+import threading
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -399,6 +400,29 @@ def scan_sections(wiki: str | os.PathLike) -> ScanResult:
     return ScanResult(entries, problems, len(pages), max_n)
 
 
+# --------------------------------------------------------------------------------- locking
+
+_THREAD_LOCKS: dict[str, threading.RLock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def write_lock(wiki: str | os.PathLike, timeout: float = 600.0):
+    """``fsutil.wiki_lock`` (between processes) plus a per-wiki ``RLock`` (between threads):
+    the file lock's re-entrancy is per process, so two server threads would otherwise both
+    pass it.  Re-entrant within one thread."""
+    key = str(Path(wiki).resolve())
+    with _THREAD_LOCKS_GUARD:
+        rlock = _THREAD_LOCKS.setdefault(key, threading.RLock())
+    if not rlock.acquire(timeout=timeout):
+        raise EpistemeError(f"another writer in this process holds the write lock of {wiki}")
+    try:
+        with wiki_lock(wiki, timeout=timeout):
+            yield
+    finally:
+        rlock.release()
+
+
 # ------------------------------------------------------------------------ ids, marker, seq
 
 
@@ -428,7 +452,7 @@ def _max_number(ids: Iterable[str]) -> int:
 
 def next_section_id(wiki: str | os.PathLike) -> str:
     """The id the next created section gets (does not reserve it; call under the lock)."""
-    with wiki_lock(wiki):
+    with write_lock(wiki):
         return format_section_id(_allocation_floor(wiki, read_index_json(wiki), read_index_md(wiki)) + 1)
 
 
@@ -493,7 +517,7 @@ def rebuild_indexes(wiki: str | os.PathLike) -> dict[str, Any]:
     Idempotent: a second run reports ``changed: false``.
     """
     wiki = Path(wiki)
-    with wiki_lock(wiki):
+    with write_lock(wiki):
         scan = scan_sections(wiki)
         try:
             old_json = read_index_json(wiki)
@@ -596,7 +620,7 @@ def _read_text(path: Path) -> str | None:
 # --------------------------------------------------------------------------------- reading
 
 
-def read_page(wiki: str | os.PathLike, page: str) -> tuple[str, ParsedPage, dict[str, Any]]:
+def load_page(wiki: str | os.PathLike, page: str) -> tuple[str, ParsedPage, dict[str, Any]]:
     """``(relative path, parsed page, frontmatter dict)`` of an existing page."""
     rel, path = resolve_page(wiki, page)
     if not path.is_file():
@@ -679,7 +703,7 @@ class WikiWriter:
     def __enter__(self) -> WikiWriter:
         if not self.wiki.is_dir():
             raise NotFoundError(f"wiki folder does not exist: {self.wiki}")
-        self._lock = wiki_lock(self.wiki, timeout=self.lock_timeout)
+        self._lock = write_lock(self.wiki, timeout=self.lock_timeout)
         self._lock.__enter__()
         try:
             if pending_write(self.wiki) is not None:
@@ -857,7 +881,7 @@ class WikiWriter:
         """``(text, parsed, frontmatter, created)``; frontmatter already carries this write's
         ``updated``/sources/tags for an existing page, or the full new-page fields."""
         if path.is_file():
-            _, parsed, fm = read_page(self.wiki, rel)
+            _, parsed, fm = load_page(self.wiki, rel)
             text = path.read_text(encoding="utf-8")
             if not fm:  # a hand-made page without frontmatter: give it one
                 fm = self._new_frontmatter(rel, page_title, page_type or "note", tags, sources, page_fields)
