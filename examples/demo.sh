@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The main job end to end: a fresh wiki, ingest a paper (stores + wiki pages), look at the
+# graph, ask a question with traced sources, lint everything.
+#   bash examples/demo.sh [VENV] [PDF] [QUESTION]
+# Offline by default (extractive writer and answers); set ANTHROPIC_API_KEY to use Claude.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV=${1:-.venv}
+PDF=${2:-examples/sample-paper.pdf}
+QUESTION=${3:-${DEMO_QUESTION:-What problem does this paper address, and how does it solve it?}}
+EP="$VENV/bin/episteme"
+WIKI=${DEMO_WIKI:-demo-wiki}
+
+rm -rf "$WIKI"
+cp -r wiki "$WIKI"
+echo "== ingest $PDF into $WIKI/" >&2
+"$EP" ingest "$PDF" --wiki "$WIKI" --write
+echo "== hubs of the written wiki" >&2
+"$EP" graph --wiki "$WIKI" --mode hubs --limit 8 --format text
+echo "== chat: $QUESTION" >&2
+"$EP" chat "$QUESTION" --wiki "$WIKI" --format text
+echo "== lint (pages, indexes and stores)" >&2
+"$EP" lint --wiki "$WIKI" --stores
