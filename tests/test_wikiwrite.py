@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from episteme.errors import EpistemeError, NotFoundError, UsageError
-from episteme.sections import parse_page
+from episteme.sections import parse_page, split_frontmatter
 from episteme.wikiindex import read_index_json, read_index_md, read_log
 from episteme.wikiwrite import (
     WikiWriter,
@@ -387,3 +387,42 @@ def test_threads_in_one_process_do_not_interleave(wiki):
     ids = read_index_json(wiki)
     assert len(ids) == 24 and sorted(ids) == [f"sec_{n:03d}" for n in range(1, 25)]
     assert check_index_consistency(wiki) == []
+
+
+@pytest.mark.parametrize("vault", ["13th-age-srd", "dendron-site"])
+def test_real_vault_pages_keep_their_text_and_fields(vaults_dir, tmp_path, vault):
+    """Adding and replacing sections on real third-party pages: their own frontmatter fields keep
+    their values (epoch-ms ``updated`` stays an int), their text stays verbatim before our
+    sections, and the indexes come out consistent over the whole vault."""
+    src = vaults_dir / vault
+    wiki = tmp_path / vault
+    shutil.copytree(src, wiki, ignore=shutil.ignore_patterns(".git"))
+    (wiki / "raw").mkdir(exist_ok=True)
+    (wiki / "raw" / "paper.pdf").write_bytes(b"%PDF stand-in")
+    from episteme.wikiwrite import iter_page_paths
+
+    candidates = [rel for rel in iter_page_paths(wiki) if (wiki / rel).read_text(encoding="utf-8").startswith("---\n")]
+    chosen = candidates[:: max(1, len(candidates) // 6)][:6]
+    assert len(chosen) == 6
+    before = {rel: (wiki / rel).read_text(encoding="utf-8") for rel in chosen}
+    with WikiWriter(wiki, op="ingest", subject="paper.pdf", known_sources={"paper.pdf"}) as w:
+        made = {rel: w.create_section(rel, title="From the paper", description="What the paper adds",
+                                      body="New text citing [[elsewhere]].", sources=["paper.pdf"]).section_id
+                for rel in chosen}
+        for rel, sid in made.items():
+            w.update_section(rel, sid, body="Replaced text.")
+    for rel, text in before.items():
+        after = (wiki / rel).read_text(encoding="utf-8")
+        old_yaml, old_body, _ = split_frontmatter(text)
+        new_yaml, new_body, _ = split_frontmatter(after)
+        old_fm, new_fm = yaml.safe_load(old_yaml) or {}, yaml.safe_load(new_yaml)
+        for key, value in old_fm.items():
+            if key not in ("updated", "sources", "tags"):
+                assert new_fm[key] == value, (rel, key)
+        if isinstance(old_fm.get("updated"), int):
+            assert isinstance(new_fm["updated"], int) and new_fm["updated"] > old_fm["updated"]
+        assert new_body.startswith(old_body.strip("\n")), rel
+        assert parse_page(after).get(made[rel]).body == "Replaced text."
+    assert check_index_consistency(wiki) == []
+    assert set(read_index_json(wiki)) == set(made.values())
+    assert rebuild_indexes(wiki)["changed"] is False

@@ -908,7 +908,12 @@ class WikiWriter:
         return fm
 
     def _touch_frontmatter(self, fm, rel, sources, tags, page_fields, page_title, page_type) -> None:
-        fm["updated"] = self.today
+        old = fm.get("updated")
+        if isinstance(old, int) and not isinstance(old, bool) and old > 10**11:
+            # Dendron-style epoch milliseconds: keep the vault's own convention.
+            fm["updated"] = int(_dt.datetime.combine(self.today, _dt.datetime.now().time()).timestamp() * 1000)
+        else:
+            fm["updated"] = self.today
         if sources:
             fm["sources"] = _union(fm.get("sources"), sources)
         if tags:
