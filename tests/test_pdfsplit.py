@@ -243,3 +243,16 @@ def test_split_script_runs(generated):
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["sections"][2]["title"] == "Introduction"
+
+
+def test_example_paper_splits_into_its_sections():
+    """The README demo's paper (examples/sample-paper.pdf, typeset by make_sample_paper.py)."""
+    res = split_pdf(REPO / "examples" / "sample-paper.pdf")
+    assert res.used_outline and 4 <= res.pages <= 6
+    numbered = [s.number for s in res.sections if s.number]
+    assert numbered == ["1", "2", "2.1", "2.2", "3", "3.1", "3.2", "3.3", "4", "4.1", "4.2",
+                        "5", "5.1", "5.2", "6", "7", "A", "A.1"]
+    kinds = [s.kind for s in res.sections]
+    assert kinds[:2] == ["front", "abstract"] and kinds.count("references") == 1
+    assert res.authors == ["Ada Quill", "Bram Osei"]
+    assert all(s.text for s in res.sections)
