@@ -426,3 +426,21 @@ def test_real_vault_pages_keep_their_text_and_fields(vaults_dir, tmp_path, vault
     assert check_index_consistency(wiki) == []
     assert set(read_index_json(wiki)) == set(made.values())
     assert rebuild_indexes(wiki)["changed"] is False
+
+
+def test_delete_section_keeps_rest_and_never_reuses_id(wiki):
+    mk(wiki, title="A", desc="a")
+    mk(wiki, title="B", desc="b")
+    mk(wiki, title="C", desc="c")
+    with WikiWriter(wiki, op="prune", subject="attention.md") as w:
+        assert w.delete_section("attention", "sec_002") == "attention.md"
+        with pytest.raises(NotFoundError):
+            w.delete_section("attention", "sec_002")
+    page = parse_page((wiki / "attention.md").read_text())
+    assert [s.id for s in page.sections] == ["sec_001", "sec_003"] and page.get("sec_003").title == "C"
+    assert set(read_index_json(wiki)) == {"sec_001", "sec_003"} and check_index_consistency(wiki) == []
+    assert read_log(wiki)[0][-1].items["deleted"] == ["sec_002"]
+    assert mk(wiki).section_id == "sec_004"
+    with WikiWriter(wiki) as w:
+        w.delete_section("attention", "sec_004")
+    assert mk(wiki).section_id == "sec_005"  # the last id deleted is not handed out again either

@@ -691,6 +691,7 @@ class WikiWriter:
         self.lock_timeout = lock_timeout
         self.created: list[str] = []
         self.updated: list[str] = []
+        self.deleted: list[str] = []
         self.pages: list[str] = []
         self.recovered: dict | None = None
         self._lock = None
@@ -719,12 +720,13 @@ class WikiWriter:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         try:
-            if self.log and (self.created or self.updated):
+            if self.log and (self.created or self.updated or self.deleted):
                 subject = self.subject or ", ".join(self.pages)
-                append_log(
-                    self.wiki,
-                    make_log_entry(self.op, subject, pages=self.pages, created=self.created, updated=self.updated, date=self.today),
+                entry = make_log_entry(
+                    self.op, subject, pages=self.pages, created=self.created, updated=self.updated,
+                    extra={"deleted": self.deleted}, date=self.today,
                 )
+                append_log(self.wiki, entry)
             if not self._dirty:  # a page was written without its index update: leave the marker
                 _clear_pending(self.wiki)
         finally:
@@ -844,6 +846,33 @@ class WikiWriter:
             self.updated.append(section_id)
         return WriteResult("updated", rel, section_id, new_title, new_desc, new_sources, False, self.recovered is not None)
 
+    def delete_section(self, page: str, section_id: str) -> str:
+        """Remove one section from ``page`` (its id is never handed out again) and from both
+        indexes; returns the page's relative path.  The page itself stays, even if empty."""
+        self._require_open()
+        if not SECTION_ID_RE.match(section_id or ""):
+            raise UsageError(f"invalid section id {section_id!r} (expected sec_NNN)")
+        rel, path = resolve_page(self.wiki, page)
+        if not path.is_file():
+            raise NotFoundError(self._where_is(section_id, f"page {rel} does not exist"))
+        text, parsed, fm, _ = self._load_or_new(rel, path, None, None, (), (), None)
+        if parsed.get(section_id) is None:
+            raise NotFoundError(self._where_is(section_id, f"{rel} has no section {section_id}"))
+        new_text = splice_page(text, parsed, fm, remove=section_id)
+        remaining = ParsedPage(parsed.frontmatter_text, parsed.preamble, [s for s in parsed.sections if s.id != section_id])
+        _verify_round_trip(rel, new_text, remaining, None)
+        self._dirty = True
+        atomic_write_text(path, new_text)
+        idx = self._indexes()
+        idx.delete(section_id)
+        atomic_write_text(self.wiki / INDEX_JSON, idx.render_json())
+        atomic_write_text(self.wiki / INDEX_MD, idx.render_md())
+        self._dirty = False
+        self.deleted.append(section_id)
+        if rel not in self.pages:
+            self.pages.append(rel)
+        return rel
+
     def ensure_page(
         self,
         page: str,
@@ -960,6 +989,11 @@ class _Rows:
             self.keys.insert(i, key)
         self.rows[sid] = row
 
+    def delete(self, sid: str) -> None:
+        if self.rows.pop(sid, None) is not None:
+            i = self.ids.index(sid)
+            del self.ids[i], self.keys[i]
+
     def ordered(self) -> list[str]:
         return [self.rows[sid] for sid in self.ids]
 
@@ -980,6 +1014,12 @@ class _IndexState:
         self._json_rows.set(entry.id, index_json_row(entry.id, entry.sources))
         self._md_rows.set(entry.id, entry.render())
 
+    def delete(self, section_id: str) -> None:
+        self.json.pop(section_id, None)
+        self.md.entries.pop(section_id, None)
+        self._json_rows.delete(section_id)
+        self._md_rows.delete(section_id)
+
     def render_json(self) -> str:
         return join_index_json(self._json_rows.ordered())
 
@@ -996,16 +1036,25 @@ def splice_page(
     insert: WikiSection | None = None,
     after: str | None = None,
     preamble: str | None = None,
+    remove: str | None = None,
 ) -> str:
     """The page text with new frontmatter and one change, every other line kept byte for byte:
     ``replace`` swaps the lines of the section with that id, ``insert`` adds a section after
-    ``after`` (default: at the end), ``preamble`` replaces the text before the first section."""
+    ``after`` (default: at the end), ``preamble`` replaces the text before the first section,
+    ``remove`` drops the section with that id.  Only one of them per call."""
     _, body, body_line = split_frontmatter(text)
     lines = body.split("\n")
     starts = [s.line - body_line for s in parsed.sections]
     if replace is not None:
         i = next(k for k, s in enumerate(parsed.sections) if s.id == replace.id)
         lines = _put(lines, starts[i], starts[i + 1] if i + 1 < len(starts) else len(lines), replace.render())
+    if remove is not None:
+        i = next(k for k, s in enumerate(parsed.sections) if s.id == remove)
+        end = starts[i + 1] if i + 1 < len(starts) else len(lines)
+        head, tail = lines[: starts[i]], lines[end:]
+        while head and not head[-1].strip():
+            head.pop()
+        lines = [*head, *([""] if head and tail else []), *tail]
     if insert is not None:
         if after is not None:
             i = next(k for k, s in enumerate(parsed.sections) if s.id == after)
