@@ -444,3 +444,13 @@ def test_delete_section_keeps_rest_and_never_reuses_id(wiki):
     with WikiWriter(wiki) as w:
         w.delete_section("attention", "sec_004")
     assert mk(wiki).section_id == "sec_005"  # the last id deleted is not handed out again either
+
+
+def test_garbled_index_json_is_rebuilt_by_the_next_write(wiki):
+    mk(wiki)
+    (wiki / "index.json").write_text("{ this is not json")
+    assert "index-json-invalid" in {p.code for p in check_index_consistency(wiki)}
+    r = mk(wiki, page="bert", sources=["bert.pdf"])
+    assert r.section_id == "sec_002"
+    assert read_index_json(wiki) == {"sec_001": ["attention.pdf"], "sec_002": ["bert.pdf"]}
+    assert check_index_consistency(wiki) == []

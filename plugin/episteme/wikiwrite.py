@@ -709,10 +709,7 @@ class WikiWriter:
         try:
             if pending_write(self.wiki) is not None:
                 self.recovered = rebuild_indexes(self.wiki)
-            atomic_write_text(
-                _data_dir(self.wiki) / PENDING_FILE,
-                json.dumps({"pid": os.getpid(), "op": self.op, "subject": self.subject}) + "\n",
-            )
+            self._mark_pending()
         except BaseException:
             self._lock.__exit__(None, None, None)
             raise
@@ -734,6 +731,12 @@ class WikiWriter:
             if lock is not None:
                 lock.__exit__(exc_type, exc, tb)
 
+    def _mark_pending(self) -> None:
+        atomic_write_text(
+            _data_dir(self.wiki) / PENDING_FILE,
+            json.dumps({"pid": os.getpid(), "op": self.op, "subject": self.subject}) + "\n",
+        )
+
     def _require_open(self) -> None:
         if self._lock is None:
             raise RuntimeError("use WikiWriter as a context manager (with WikiWriter(...) as w:)")
@@ -745,6 +748,7 @@ class WikiWriter:
                 ijson = read_index_json(self.wiki)
             except EpistemeError:  # unreadable by hand edits: rederive it from the pages
                 rebuild_indexes(self.wiki)
+                self._mark_pending()  # the rebuild cleared it; this batch is still in progress
                 ijson = read_index_json(self.wiki)
             self._index = _IndexState(ijson, read_index_md(self.wiki))
         return self._index
