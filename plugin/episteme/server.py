@@ -1,0 +1,738 @@
+"""The HTTP API and web UI: ``create_app(settings)`` builds a FastAPI app over one wiki.
+
+Why it looks like this:
+
+- **Same code paths as the CLI.**  ``POST /ingest`` runs :func:`episteme.ingest.ingest_paper`
+  and then the same wiki-writer call as ``episteme ingest --write``; ``POST /chat`` calls the
+  query engine of :mod:`episteme.chat`; ``GET /graph`` returns
+  :func:`episteme.commands.graph.graph_query`'s JSON.  Nothing here re-implements a pipeline.
+- **Warm.**  The embedder, the Chroma client and the query engine are loaded once (at start-up
+  when ``warm=True``) and kept in the app state; every request reuses them.
+- **Writers serialized.**  Ingests run as jobs on one worker thread per app (a queue), and that
+  worker also holds an in-process lock around the write; inside, the pipeline takes the wiki's
+  ``flock`` as always, which keeps other processes out.  ``fsutil.wiki_lock`` is re-entrant per
+  *process*, not per thread, so the in-process serialization is what keeps two threads apart.
+- **Safe by default.**  Loopback only unless a bearer token is configured; upload bytes are
+  checked as a PDF (header/``%%EOF``) and against size and page limits before anything is
+  stored; uploaded names go through ``sanitize_filename``; page paths through ``safe_join``;
+  every error is ``{"error": message}`` with a meaningful status, never a stack trace.
+"""
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import sys
+import threading
+import time
+import traceback
+import uuid
+from collections import OrderedDict
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Annotated, Any
+
+from . import __version__
+from .errors import EpistemeError, MissingDependencyError, NotFoundError, UsageError
+
+STATIC_DIR = Path(__file__).with_name("static")
+MAX_JOBS_KEPT = 200
+UPLOAD_CHUNK = 1024 * 1024
+#: multipart framing around the file; a Content-Length above limit + this is refused unread
+MULTIPART_SLACK = 64 * 1024
+PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/openapi.json", "/docs/oauth2-redirect",
+                          "/favicon.ico"})
+
+
+# ------------------------------------------------------------------------------------- safety
+
+
+def is_loopback(host: str) -> bool:
+    """True for hosts only this machine can reach (``127.0.0.0/8``, ``::1``, ``localhost``)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def check_bind(host: str, token: str | None) -> None:
+    """Refuse to listen beyond loopback without a bearer token (anyone on the network could
+    otherwise write to the wiki and spend the LLM budget)."""
+    if not is_loopback(host) and not token:
+        raise UsageError(
+            f"refusing to listen on {host} without a token: pass --token T "
+            "(or set EPISTEME_TOKEN), or bind 127.0.0.1"
+        )
+
+
+def status_for(err: BaseException) -> int:
+    """The HTTP status for an error, from its type (never from parsing its message)."""
+    from .pdfsplit import PdfError
+
+    if isinstance(err, PdfError):
+        return 413 if err.kind == "too_large" else 422
+    try:
+        from .llm import LLMError
+    except Exception:  # pragma: no cover - llm is part of the package
+        LLMError = ()  # type: ignore[assignment]
+    if LLMError and isinstance(err, LLMError):
+        return 503 if getattr(err, "status", None) in (None, 429, 529) else 502
+    if isinstance(err, NotFoundError):
+        return 404
+    if isinstance(err, UsageError):
+        return 400
+    if isinstance(err, MissingDependencyError):
+        return 503
+    if isinstance(err, EpistemeError):
+        return 422
+    return 500
+
+
+def error_body(err: BaseException) -> dict:
+    if isinstance(err, EpistemeError):
+        body: dict[str, Any] = {"error": err.message}
+        if err.details:
+            body["details"] = err.details
+        return body
+    return {"error": "internal error; see the server log"}
+
+
+# --------------------------------------------------------------------------------------- jobs
+
+
+@dataclass
+class Job:
+    """One background ingest.  Progress is reported in the unit of the running phase:
+    ``passages`` while embedding, ``sections`` while writing the wiki."""
+
+    id: str
+    kind: str
+    paper: str
+    status: str = "queued"  # queued | running | done | failed
+    phase: str = "queued"
+    done: int = 0
+    total: int = 0
+    unit: str = ""
+    sections_done: int = 0
+    sections_total: int | None = None
+    result: dict | None = None
+    error: dict | None = None
+    http_status: int | None = None
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    future: Future | None = None
+
+    def progress(self, phase: str, done: int = 0, total: int = 0, unit: str = "") -> None:
+        self.phase, self.done, self.total, self.unit = phase, int(done), int(total), unit
+        if unit == "sections":
+            self.sections_done, self.sections_total = int(done), int(total)
+
+    def to_json(self) -> dict:
+        out: dict[str, Any] = {
+            "job": self.id,
+            "kind": self.kind,
+            "paper": self.paper,
+            "status": self.status,
+            "progress": {
+                "phase": self.phase,
+                "done": self.done,
+                "total": self.total,
+                "unit": self.unit,
+                "sections_done": self.sections_done,
+                "sections_total": self.sections_total,
+            },
+            "created_at": _iso(self.created),
+            "started_at": _iso(self.started),
+            "finished_at": _iso(self.finished),
+        }
+        if self.started is not None:
+            out["seconds"] = round((self.finished or time.time()) - self.started, 2)
+        if self.result is not None:
+            out["result"] = self.result
+        if self.error is not None:
+            out["error"] = self.error.get("error")
+            out["http_status"] = self.http_status
+            if "details" in self.error:
+                out["details"] = self.error["details"]
+        return out
+
+
+def _iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    import datetime as dt
+
+    return dt.datetime.fromtimestamp(t, dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class JobQueue:
+    """Jobs run one at a time on a single worker thread: the per-wiki writer queue."""
+
+    def __init__(self) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episteme-writer")
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._lock = threading.Lock()
+        self.write_lock = threading.Lock()
+
+    def submit(self, kind: str, paper: str, fn) -> Job:
+        job = Job(id=uuid.uuid4().hex[:16], kind=kind, paper=paper)
+        with self._lock:
+            self._jobs[job.id] = job
+            self._trim()
+        job.future = self._pool.submit(self._run, job, fn)
+        return job
+
+    def _run(self, job: Job, fn) -> Job:
+        job.status, job.started = "running", time.time()
+        job.progress("starting")
+        try:
+            with self.write_lock:
+                job.result = fn(job)
+            job.status = "done"
+            job.progress("done", job.total, job.total, job.unit)
+        except BaseException as e:  # the job records every failure; the thread lives on
+            job.status = "failed"
+            job.http_status = status_for(e)
+            job.error = error_body(e)
+            if not isinstance(e, EpistemeError):
+                print(f"episteme serve: job {job.id} failed:", file=sys.stderr)
+                traceback.print_exc(file=sys.stderr)
+        finally:
+            job.finished = time.time()
+        return job
+
+    def get(self, job_id: str) -> Job:
+        with self._lock:
+            job = self._jobs.get(job_id)
+        if job is None:
+            raise NotFoundError(f"no job {job_id!r} (finished jobs are kept for a while, not forever)")
+        return job
+
+    def list(self) -> list[Job]:
+        with self._lock:
+            return list(self._jobs.values())
+
+    def counts(self) -> dict[str, int]:
+        out = {"queued": 0, "running": 0, "done": 0, "failed": 0}
+        for j in self.list():
+            out[j.status] = out.get(j.status, 0) + 1
+        return out
+
+    def _trim(self) -> None:
+        while len(self._jobs) > MAX_JOBS_KEPT:
+            for jid, j in self._jobs.items():
+                if j.status in ("done", "failed"):
+                    del self._jobs[jid]
+                    break
+            else:
+                return
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class _ProgressEmbedder:
+    """Wraps the warm embedder so a job can report ``passages`` embedded / total.  Encodes in
+    slices (each slice length-sorted by the embedder as usual); the vectors are the same."""
+
+    SLICE = 128
+
+    def __init__(self, inner, job: Job):
+        self._inner = inner
+        self._job = job
+
+    def __getattr__(self, name: str):
+        return getattr(self._inner, name)
+
+    def encode(self, texts, batch_size: int = 32, progress: bool = False):
+        import numpy as np
+
+        texts = list(texts)
+        self._job.progress("embedding", 0, len(texts), "passages")
+        if len(texts) <= self.SLICE:
+            out = self._inner.encode(texts, batch_size=batch_size, progress=False)
+            self._job.progress("embedding", len(texts), len(texts), "passages")
+            return out
+        parts = []
+        for start in range(0, len(texts), self.SLICE):
+            parts.append(self._inner.encode(texts[start:start + self.SLICE],
+                                            batch_size=batch_size, progress=False))
+            self._job.progress("embedding", min(start + self.SLICE, len(texts)), len(texts),
+                               "passages")
+        return np.concatenate(parts, axis=0)
+
+
+# ------------------------------------------------------------------------------- app services
+
+
+class Services:
+    """What the app keeps warm: settings, embedder, query engine, the writer queue."""
+
+    def __init__(self, settings, *, token: str | None = None, write_mode: str | None = None):
+        self.settings = settings
+        self.token = token or None
+        self.write_mode = write_mode
+        self.jobs = JobQueue()
+        self._engine = None
+        self._engine_lock = threading.Lock()
+        self.started = time.time()
+
+    # warm-up ---------------------------------------------------------------------------
+    def warm(self) -> None:
+        """Load the embedder, the Chroma client and the query engine now, not on the first
+        request (a failure here is reported by /health, not fatal: the wiki is still browsable)."""
+        from .embedding import get_embedder
+        from .vectors import make_client
+
+        self.settings.wiki.mkdir(parents=True, exist_ok=True)
+        get_embedder(self.settings)
+        make_client(self.settings)
+        with contextlib.suppress(EpistemeError, ImportError):
+            self.engine()
+
+    def embedder(self):
+        from .embedding import get_embedder
+
+        return get_embedder(self.settings)
+
+    def engine(self):
+        """The process-wide query engine (created once, thread-safe per its docstring)."""
+        with self._engine_lock:
+            if self._engine is None:
+                try:
+                    from .chat import QueryEngine
+                except ImportError as e:
+                    raise MissingDependencyError(
+                        f"the query pipeline is not available ({e})"
+                    ) from e
+                self._engine = QueryEngine(self.settings)
+            return self._engine
+
+    # ingest ------------------------------------------------------------------------------
+    def run_ingest(self, job: Job, upload: Path, name: str, *, force: bool,
+                   write: bool, force_write: bool = False) -> dict:
+        from .ingest import ingest_paper
+
+        try:
+            embedder = _ProgressEmbedder(self.embedder(), job)
+            job.progress("splitting")
+            result = ingest_paper(self.settings, upload, force=force, progress=False, name=name,
+                                  embedder=embedder)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                upload.unlink()
+        job.paper = result["paper"]
+        job.sections_total = result.get("sections_indexed")
+        out = {"status": "ok", "ingest_status": result.get("status"), **_without(result, "status")}
+        out.setdefault("wiki_pages_updated", [])
+        out.setdefault("new_sections", [])
+        if write:
+            out.update(self.write_wiki(job, result, force_write=force_write or force))
+        return out
+
+    def write_wiki(self, job: Job, ingest_result: dict, *, force_write: bool = False) -> dict:
+        """Run the wiki writer exactly as ``episteme ingest --write`` does
+        (:func:`episteme.writer.write_paper`: plan every section, then one locked batch)."""
+        try:
+            from .writer import write_paper
+        except ImportError:
+            return {"wiki": {"skipped": "the wiki writer is not installed in this build"}}
+        n = int(ingest_result.get("sections_indexed") or 0)
+        job.progress("writing", 0, n, "sections")
+        out = write_paper(self.settings, ingest_result["paper"], writer=self.write_mode or "auto",
+                          embedder=self.embedder(), force=force_write)
+        job.progress("writing", n, n, "sections")
+        return out
+
+
+def _without(d: dict, *keys: str) -> dict:
+    return {k: v for k, v in d.items() if k not in keys}
+
+
+# ------------------------------------------------------------------------------- wiki reading
+
+
+def _tags(props: dict) -> list[str]:
+    from .graph import _tags_of
+
+    return _tags_of(props)
+
+
+def list_pages(wiki: Path) -> list[dict]:
+    """Every page with its title, type and tags (read from the files on every call)."""
+    from .pages import scan_wiki
+
+    out = []
+    for p in scan_wiki(wiki, jobs=1):
+        t = p.props.get("type")
+        out.append({
+            "page": p.id,
+            "title": p.title,
+            "type": None if t is None else str(t),
+            "tags": _tags(p.props),
+            "links": len(p.links),
+        })
+    return out
+
+
+def _page_file(wiki: Path, page: str) -> str | None:
+    """``page`` as a page id if it names a page file directly (path-checked), else None."""
+    from .fsutil import safe_join
+    from .pages import RAW_DIR, STRUCTURAL_FILES
+
+    page = page.strip().replace("\\", "/")
+    cands = [page] if page.endswith(".md") else [page + ".md", page]
+    for cand in cands:
+        target = safe_join(wiki, cand)  # rejects ../, absolute paths, escaping symlinks
+        rel = target.relative_to(wiki.resolve()).as_posix()
+        parts = rel.split("/")
+        if any(p.startswith(".") for p in parts) or parts[0] == RAW_DIR:
+            raise NotFoundError(f"{page!r} is not a wiki page")
+        if rel in STRUCTURAL_FILES or not rel.endswith(".md"):
+            continue
+        if target.is_file():
+            return rel
+    return None
+
+
+def read_wiki_page(wiki: Path, page: str) -> dict:
+    """One page: frontmatter, markdown, sections (with ids) and where its links point."""
+    from .graph import WikiGraph
+    from .pages import parse_frontmatter
+    from .sections import parse_page
+
+    wiki = Path(wiki)
+    if not page or "\x00" in page:
+        raise UsageError("empty page name")
+    pid = _page_file(wiki, page)
+    g = WikiGraph.build(wiki, jobs=1)
+    if pid is None:
+        pid = g.ids[g.find_page(page)]  # a title, alias or stem, as a [[link]] would say it
+    text = (wiki / pid).read_text(encoding="utf-8", errors="replace")
+    fm = parse_frontmatter(text.encode("utf-8"))
+    parsed = parse_page(text, strict=False)
+    node = g.index.get(pid)
+    links: dict[str, str | None] = {}
+    backlinks: list[dict] = []
+    if node is not None:
+        for link in g.pages[node].links:
+            if link.target not in links:
+                r = g.resolve(link.target)
+                links[link.target] = g.ids[r.node] if r.node is not None else None
+        backlinks = [{"page": g.ids[i], "title": g.pages[i].title} for i in sorted(set(g.in_edges[node]))
+                     if i != node]
+    props = g.pages[node].props if node is not None else fm.props
+    t = props.get("type")
+    return {
+        "page": pid,
+        "title": g.pages[node].title if node is not None else Path(pid).stem,
+        "type": None if t is None else str(t),
+        "tags": _tags(props),
+        "frontmatter": props,
+        "markdown": text,
+        "preamble": parsed.preamble,
+        "sections": [
+            {"id": s.id, "title": s.title, "level": s.level, "description": s.description,
+             "sources": s.sources, "body": s.body}
+            for s in parsed.sections
+        ],
+        "links": links,
+        "backlinks": backlinks,
+    }
+
+
+# ------------------------------------------------------------------------------------ the app
+
+
+def create_app(settings, *, token: str | None = None, warm: bool = True,
+               write_mode: str | None = None):
+    """The FastAPI app for one wiki.  ``token``: require ``Authorization: Bearer <token>`` on
+    the API.  ``warm``: load the model and stores at start-up (tests of pure routing skip it)."""
+    try:
+        from fastapi import FastAPI, File, Query, Request, UploadFile
+        from fastapi.exceptions import RequestValidationError
+        from fastapi.responses import FileResponse, JSONResponse
+        from fastapi.staticfiles import StaticFiles
+        from pydantic import BaseModel, Field
+        from starlette.exceptions import HTTPException as StarletteHTTPException
+    except ImportError as e:
+        raise MissingDependencyError(
+            f"the server needs fastapi and uvicorn ({e.name} missing); "
+            "run pip install 'episteme[server]'"
+        ) from e
+
+    services = Services(settings, token=token, write_mode=write_mode)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app):
+        if warm:
+            await asyncio.to_thread(services.warm)
+        yield
+        await asyncio.to_thread(services.jobs.shutdown)
+
+    app = FastAPI(
+        title="episteme",
+        version=__version__,
+        description="LLM wiki for arXiv papers: ingest PDFs into a markdown wiki and trace "
+        "every answer back to the exact source passages.",
+        lifespan=lifespan,
+    )
+    app.state.services = services
+
+    # --- errors: always {"error": message} ------------------------------------------------
+    @app.exception_handler(EpistemeError)
+    async def _episteme_error(request: Request, exc: EpistemeError):
+        return JSONResponse(error_body(exc), status_code=status_for(exc))
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError):
+        errs = exc.errors()
+        if any(e.get("type") == "json_invalid" for e in errs):
+            return JSONResponse({"error": "malformed JSON in the request body"}, status_code=400)
+        parts = []
+        for e in errs[:5]:
+            loc = ".".join(str(x) for x in e.get("loc", ()) if x not in ("body",)) or "request"
+            parts.append(f"{loc}: {e.get('msg', 'invalid')}")
+        return JSONResponse({"error": "; ".join(parts) or "invalid request"}, status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException):
+        msg = exc.detail if isinstance(exc.detail, str) else "request failed"
+        if exc.status_code == 404 and msg == "Not Found":
+            msg = f"no such endpoint: {request.method} {request.url.path}"
+        elif exc.status_code == 405:
+            msg = f"method {request.method} is not allowed on {request.url.path}"
+        return JSONResponse({"error": msg}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception):
+        print(f"episteme serve: {request.method} {request.url.path} failed:", file=sys.stderr)
+        traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+        return JSONResponse({"error": "internal error; see the server log"}, status_code=500)
+
+    # --- auth and headers -----------------------------------------------------------------
+    @app.middleware("http")
+    async def _guard(request: Request, call_next):
+        path = request.url.path
+        if request.method == "POST" and path == "/ingest":
+            limit = services.settings.max_pdf_bytes
+            try:
+                length = int(request.headers.get("content-length", "0"))
+            except ValueError:
+                length = 0
+            if limit and length > limit + MULTIPART_SLACK:
+                return JSONResponse(
+                    {"error": f"the upload is {length} bytes, over the limit of {limit} bytes",
+                     "details": {"kind": "too_large"}}, status_code=413)
+        if services.token and path not in PUBLIC_PATHS and not path.startswith("/static/"):
+            header = request.headers.get("authorization", "")
+            scheme, _, given = header.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                given.strip().encode(), services.token.encode()
+            ):
+                return JSONResponse({"error": "missing or wrong bearer token"}, status_code=401,
+                                    headers={"WWW-Authenticate": "Bearer"})
+        try:
+            response = await call_next(request)
+        except Exception as exc:  # errors raised below the exception middleware
+            traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
+            return JSONResponse({"error": "internal error; see the server log"}, status_code=500)
+        if path == "/" or path.startswith("/static/"):
+            response.headers["Content-Security-Policy"] = (
+                "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
+            )
+            response.headers["X-Content-Type-Options"] = "nosniff"
+            response.headers["Cache-Control"] = "no-cache"
+        return response
+
+    # --- UI -------------------------------------------------------------------------------
+    if STATIC_DIR.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def index():
+        return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon():
+        return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")
+
+    # --- health ---------------------------------------------------------------------------
+    @app.get("/health", summary="Liveness and what is loaded")
+    def health() -> dict:
+        from .embedding import _CACHE as EMBEDDERS
+
+        return {
+            "status": "ok",
+            "version": __version__,
+            "wiki": str(settings.wiki),
+            "auth": bool(services.token),
+            "warm": {
+                "embedder": bool(EMBEDDERS),
+                "query_engine": services._engine is not None,
+            },
+            "llm_configured": bool(settings.api_key),
+            "jobs": services.jobs.counts(),
+            "limits": {"max_pdf_bytes": settings.max_pdf_bytes, "max_pages": settings.max_pages},
+            "uptime_s": round(time.time() - services.started, 1),
+        }
+
+    # --- ingest ---------------------------------------------------------------------------
+    @app.post("/ingest", summary="Ingest a PDF (multipart field `file`)", status_code=200)
+    async def ingest(
+        request: Request,
+        file: Annotated[UploadFile, File(description="the paper, a PDF")],
+        wait: Annotated[bool, Query(description="false: return a job id at once (202)")] = True,
+        force: Annotated[bool, Query(description="redo even if the same bytes were ingested")] = False,
+        write: Annotated[bool, Query(description="false: only index (raw/, SQLite, Chroma)")] = True,
+        force_write: Annotated[bool, Query(description="write wiki pages even if the wiki already cites the paper")] = False,
+    ):
+        upload, name = await _receive_upload(services.settings, file)
+        job = services.jobs.submit(
+            "ingest", name,
+            lambda job: services.run_ingest(job, upload, name, force=force, write=write,
+                                           force_write=force_write),
+        )
+        if not wait:
+            body = job.to_json()
+            body["url"] = f"/jobs/{job.id}"
+            return JSONResponse(body, status_code=202, headers={"Location": f"/jobs/{job.id}"})
+        await asyncio.wrap_future(job.future)
+        if job.status == "failed":
+            return JSONResponse(job.error or {"error": "ingest failed"},
+                                status_code=job.http_status or 500)
+        return {**(job.result or {}), "job": job.id}
+
+    @app.get("/jobs", summary="Recent jobs")
+    def jobs() -> dict:
+        return {"jobs": [j.to_json() for j in services.jobs.list()]}
+
+    @app.get("/jobs/{job_id}", summary="A job's progress and result")
+    def job_status(job_id: str) -> dict:
+        return services.jobs.get(job_id).to_json()
+
+    # --- chat -----------------------------------------------------------------------------
+    class ChatRequest(BaseModel):
+        query: str = Field(..., min_length=1, max_length=4000, description="the question")
+
+    @app.post("/chat", summary="Answer from the wiki and trace the answer to source passages")
+    def chat(body: ChatRequest) -> dict:
+        q = body.query.strip()
+        if not q:
+            raise UsageError("query is empty")
+        return services.engine().chat(q)
+
+    # --- wiki -----------------------------------------------------------------------------
+    @app.get("/wiki", summary="All pages with title, type and tags")
+    def wiki_pages() -> dict:
+        pages = list_pages(settings.wiki)
+        return {"pages": pages, "count": len(pages)}
+
+    @app.get("/wiki/{page:path}", summary="One page: markdown, sections, resolved links")
+    def wiki_page(page: str) -> dict:
+        return read_wiki_page(settings.wiki, page)
+
+    # --- graph ----------------------------------------------------------------------------
+    @app.get("/graph", summary="graph_query's JSON (modes as in `episteme graph`)")
+    def graph(
+        mode: str = "stats",
+        seed: str | None = None,
+        depth: int = 1,
+        src: str | None = None,
+        dst: str | None = None,
+        tag: str | None = None,
+        query: str | None = None,
+        sort: str | None = None,
+        limit: int | None = None,
+        tier: str | None = None,
+    ) -> dict:
+        from .commands.graph import graph_query
+
+        return graph_query(settings.wiki, mode, seed=seed, depth=depth, src=src, dst=dst,
+                           tag=tag, query=query, sort=sort, limit=limit, tier=tier, jobs=1)
+
+    return app
+
+
+async def _receive_upload(settings, file) -> tuple[Path, str]:
+    """Stream the upload to a private temp file, enforcing the size limit as bytes arrive, and
+    check it is a PDF by its bytes and within the page limit -- before any job is queued."""
+    from .ingest import paper_id_for
+    from .pdfsplit import PdfError, check_pdf_bytes
+
+    name = paper_id_for(file.filename or "paper.pdf")
+    limit = settings.max_pdf_bytes
+    tmp_dir = settings.data_dir / "uploads"
+    tmp_dir.mkdir(parents=True, exist_ok=True)
+    path = tmp_dir / f"{uuid.uuid4().hex}.pdf"
+    size = 0
+    ok = False
+    try:
+        with open(path, "wb") as out:
+            while True:
+                chunk = await file.read(UPLOAD_CHUNK)
+                if not chunk:
+                    break
+                size += len(chunk)
+                if limit and size > limit:
+                    raise PdfError("too_large", f"the upload is over the limit of {limit} bytes")
+                out.write(chunk)
+        data = path.read_bytes() if size else b""
+        check_pdf_bytes(data, limit or None)
+        await asyncio.to_thread(_check_pages, data, settings.max_pages)
+        ok = True
+        return path, name
+    finally:
+        await file.close()
+        if not ok:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+
+def _check_pages(data: bytes, max_pages: int) -> None:
+    """Open the PDF (pypdf, as the splitter does) to reject unreadable or over-long files up
+    front, so ``?wait=false`` never queues a job that is bound to fail on them."""
+    import io
+
+    from .pdfsplit import PdfError
+
+    try:
+        import pypdf
+
+        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
+        if reader.is_encrypted:
+            try:
+                reader.decrypt("")
+            except Exception:
+                raise PdfError("encrypted", "the PDF is encrypted and cannot be opened") from None
+        n = len(reader.pages)
+    except PdfError:
+        raise
+    except Exception as e:
+        raise PdfError("corrupt", f"the PDF is corrupt and cannot be read ({type(e).__name__})") from e
+    if n == 0:
+        raise PdfError("empty", "the PDF has no pages")
+    if max_pages and n > max_pages:
+        raise PdfError("too_large", f"the PDF has {n} pages, over the limit of {max_pages}")
+
+
+def serve(settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
+          write_mode: str | None = None, log_level: str = "info") -> None:
+    """Run the app with uvicorn (blocking)."""
+    check_bind(host, token)
+    try:
+        import uvicorn
+    except ImportError as e:
+        raise MissingDependencyError("the server needs uvicorn; run pip install 'episteme[server]'") from e
+    app = create_app(settings, token=token, write_mode=write_mode)
+    print(f"episteme: serving {settings.wiki} on http://{host}:{port}/ "
+          f"({'token required' if token else 'no token, loopback only'})", file=sys.stderr)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False,
+                timeout_graceful_shutdown=5)
+

@@ -1,0 +1,410 @@
+/* episteme web UI: ask (answers with traced citations), browse the wiki, add papers.
+ * Plain JS, no build step.  All server text goes through Markdown.render / escape or
+ * textContent, never straight into innerHTML.
+ */
+(function () {
+  "use strict";
+  const $ = (sel, root) => (root || document).querySelector(sel);
+  const esc = (s) => window.Markdown.escape(s == null ? "" : s);
+  const state = { pages: [], page: null, token: sessionStorage.getItem("episteme-token") || "" };
+
+  // ------------------------------------------------------------------ API
+  async function api(path, opts) {
+    opts = opts || {};
+    const headers = Object.assign({}, opts.headers || {});
+    if (state.token) headers.Authorization = "Bearer " + state.token;
+    let res;
+    try {
+      res = await fetch(path, Object.assign({}, opts, { headers: headers }));
+    } catch (e) {
+      throw new Error("cannot reach the server (" + e.message + ")");
+    }
+    let body = null;
+    try { body = await res.json(); } catch (e) { body = null; }
+    if (res.status === 401) { $("#token-bar").hidden = false; }
+    if (!res.ok) {
+      const err = new Error((body && body.error) || ("HTTP " + res.status));
+      err.status = res.status;
+      err.body = body;
+      throw err;
+    }
+    return body;
+  }
+
+  $("#token-bar").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    state.token = $("#token-input").value.trim();
+    sessionStorage.setItem("episteme-token", state.token);
+    $("#token-bar").hidden = true;
+    refreshStatus();
+    route();
+  });
+
+  async function refreshStatus() {
+    const st = $("#status");
+    try {
+      const h = await api("/health");
+      st.className = "status ok";
+      st.textContent = (h.warm && h.warm.embedder ? "ready" : "warming up") +
+        (h.jobs && (h.jobs.running || h.jobs.queued) ? " · ingesting" : "");
+      st.title = h.wiki;
+    } catch (e) {
+      st.className = "status bad";
+      st.textContent = "offline";
+      st.title = e.message;
+    }
+  }
+
+  // ------------------------------------------------------------------ routing
+  function route() {
+    const hash = location.hash || "#/chat";
+    const parts = hash.slice(2).split("/");
+    const tab = ["chat", "wiki", "ingest"].includes(parts[0]) ? parts[0] : "chat";
+    document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + tab; });
+    document.querySelectorAll(".tabs a").forEach((a) => {
+      a.classList.toggle("active", a.dataset.tab === tab);
+      a.setAttribute("aria-selected", a.dataset.tab === tab ? "true" : "false");
+    });
+    if (tab === "wiki") {
+      const page = parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : "";
+      showWiki(page);
+    } else if (tab === "chat") {
+      $("#chat-input").focus();
+    }
+  }
+  window.addEventListener("hashchange", route);
+
+  // ------------------------------------------------------------------ chat
+  const CITE = "\u0000C";
+  const UNS_OPEN = "\u0001U";
+  const UNS_CLOSE = "\u0002";
+
+  function claimText(c) { return typeof c === "string" ? c : (c && (c.claim || c.text)) || ""; }
+
+  function annotate(answer, sources, unsupported) {
+    // Mark where each cited claim ends (citation numbers) and wrap unsupported claims, on the
+    // raw text; the markers are control characters that survive escaping.
+    let text = answer || "";
+    const byClaim = new Map();
+    sources.forEach((s, i) => {
+      const c = (s.claim || "").trim();
+      if (!c) return;
+      if (!byClaim.has(c)) byClaim.set(c, []);
+      byClaim.get(c).push(i + 1);
+    });
+    const unplaced = [];
+    byClaim.forEach((nums, claim) => {
+      const at = text.indexOf(claim);
+      const marks = nums.map((n) => CITE + n + "\u0000").join("");
+      if (at >= 0) {
+        let end = at + claim.length;
+        while (end > at && /[.!?;:,]/.test(text[end - 1])) end--; // before the full stop
+        text = text.slice(0, end) + marks + text.slice(end);
+      } else {
+        unplaced.push(...nums);
+      }
+    });
+    (unsupported || []).forEach((u) => {
+      const c = claimText(u).trim();
+      const at = c ? text.indexOf(c) : -1;
+      if (at >= 0) text = text.slice(0, at) + UNS_OPEN + c + UNS_CLOSE + text.slice(at + c.length);
+    });
+    // Sources whose claim is not found verbatim: cite them at the end of the answer.
+    if (unplaced.length) text += " " + unplaced.map((n) => CITE + n + "\u0000").join("");
+    return text;
+  }
+
+  function citeButtons(html) {
+    return html
+      .replace(/\u0000C(\d+)\u0000/g, (m, n) =>
+        '<button type="button" class="cite" data-cite="' + n + '" aria-label="source ' + n + '">' + n + "</button>")
+      .replace(/\u0001U/g, '<mark class="unsupported" title="not supported by any source passage">')
+      .replace(/\u0002/g, "</mark>");
+  }
+
+  function renderAnswer(q, r) {
+    const sources = Array.isArray(r.sources) ? r.sources : [];
+    const unsupported = Array.isArray(r.unsupported_claims) ? r.unsupported_claims : [];
+    const div = document.createElement("div");
+    div.className = "turn";
+    let html = '<div class="question">' + esc(q) + "</div>";
+    html += '<div class="answer" data-testid="answer">' +
+      citeButtons(window.Markdown.render(annotate(r.answer, sources, unsupported))) + "</div>";
+    if (unsupported.length) {
+      html += '<div class="unsupported-box" data-testid="unsupported"><strong>Not supported by the sources</strong><ul>' +
+        unsupported.map((u) => "<li>" + esc(claimText(u)) + "</li>").join("") + "</ul></div>";
+    }
+    if (sources.length) {
+      html += '<ol class="sources" data-testid="sources">' + sources.map((s, i) => {
+        const sim = typeof s.similarity === "number" ? s.similarity.toFixed(2) : "–";
+        return '<li class="source" id="src-' + div.dataset.turn + "-" + (i + 1) + '" data-n="' + (i + 1) + '">' +
+          '<button type="button" class="source-head" aria-expanded="false">' +
+          '<span class="num">' + (i + 1) + "</span>" +
+          '<span class="src-paper">' + esc(s.paper) + "</span>" +
+          '<span class="src-section">' + esc(s.section || "") + "</span>" +
+          (s.page ? '<span class="chip">p. ' + esc(s.page) + "</span>" : "") +
+          '<span class="chip sim" title="cosine similarity of claim and passage">' + sim + "</span>" +
+          "</button>" +
+          '<div class="source-body" hidden>' +
+          '<blockquote class="passage">' + esc(s.passage || "") + "</blockquote>" +
+          '<dl class="meta"><dt>Paper</dt><dd>' + esc(s.paper) + "</dd><dt>Section</dt><dd>" +
+          esc(s.section || "—") + "</dd><dt>Page</dt><dd>" + esc(s.page || "—") +
+          "</dd><dt>Similarity</dt><dd>" + sim + "</dd>" +
+          (s.claim ? "<dt>Claim</dt><dd>" + esc(s.claim) + "</dd>" : "") + "</dl></div></li>";
+      }).join("") + "</ol>";
+    } else {
+      html += '<p class="muted">No source passages were traced for this answer.</p>';
+    }
+    const used = Array.isArray(r.wiki_sections_used) ? r.wiki_sections_used : [];
+    if (used.length) {
+      html += '<div class="used">Wiki sections used: ' + used.map((u) => {
+        const id = typeof u === "string" ? u : u.section_id || u.id || "";
+        const page = typeof u === "object" && u.page ? u.page : null;
+        return page ? '<a class="chip" href="#/wiki/' + esc(encodeURIComponent(page)) + '">' + esc(id) + "</a>"
+          : '<span class="chip">' + esc(id) + "</span>";
+      }).join(" ") + "</div>";
+    }
+    div.innerHTML = html;
+    return div;
+  }
+
+  function toggleSource(li, open) {
+    const body = $(".source-body", li);
+    const head = $(".source-head", li);
+    const show = open === undefined ? body.hidden : open;
+    body.hidden = !show;
+    head.setAttribute("aria-expanded", show ? "true" : "false");
+    li.classList.toggle("open", show);
+  }
+
+  let turns = 0;
+  $("#chat-form").addEventListener("submit", async (ev) => {
+    ev.preventDefault();
+    const input = $("#chat-input");
+    const q = input.value.trim();
+    if (!q) return;
+    const log = $("#chat-log");
+    const empty = $("#chat-empty");
+    if (empty) empty.remove();
+    const pending = document.createElement("div");
+    pending.className = "turn pending";
+    pending.innerHTML = '<div class="question">' + esc(q) + '</div><div class="thinking">Reading the wiki and tracing sources…</div>';
+    log.prepend(pending);
+    $("#chat-send").disabled = true;
+    try {
+      const r = await api("/chat", { method: "POST", headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ query: q }) });
+      turns++;
+      const node = renderAnswer(q, r);
+      node.dataset.turn = String(turns);
+      node.querySelectorAll(".source").forEach((li) => { li.id = "src-" + turns + "-" + li.dataset.n; });
+      pending.replaceWith(node);
+      input.value = "";
+    } catch (e) {
+      pending.classList.remove("pending");
+      pending.querySelector(".thinking").outerHTML = '<div class="error">' + esc(e.message) + "</div>";
+    } finally {
+      $("#chat-send").disabled = false;
+    }
+  });
+
+  $("#chat-log").addEventListener("click", (ev) => {
+    const cite = ev.target.closest(".cite");
+    if (cite) {
+      const turn = cite.closest(".turn");
+      const li = turn.querySelector('.source[data-n="' + cite.dataset.cite + '"]');
+      if (li) { toggleSource(li, true); li.scrollIntoView({ block: "nearest", behavior: "smooth" }); li.classList.add("flash"); setTimeout(() => li.classList.remove("flash"), 900); }
+      return;
+    }
+    const head = ev.target.closest(".source-head");
+    if (head) toggleSource(head.closest(".source"));
+  });
+
+  // ------------------------------------------------------------------ wiki
+  async function loadPages() {
+    const r = await api("/wiki");
+    state.pages = r.pages || [];
+    renderPageList();
+  }
+
+  function renderPageList() {
+    const filter = $("#page-filter").value.trim().toLowerCase();
+    const groups = {};
+    state.pages.forEach((p) => {
+      if (filter && !(p.title + " " + p.page + " " + (p.tags || []).join(" ")).toLowerCase().includes(filter)) return;
+      const t = p.type || "page";
+      (groups[t] = groups[t] || []).push(p);
+    });
+    const names = Object.keys(groups).sort();
+    const list = $("#page-list");
+    if (!names.length) {
+      list.innerHTML = '<p class="muted small">' + (state.pages.length ? "No page matches." : "The wiki is empty. Add a paper first.") + "</p>";
+      return;
+    }
+    list.innerHTML = names.map((t) => '<div class="group"><div class="group-name">' + esc(t) +
+      ' <span class="count">' + groups[t].length + "</span></div>" +
+      groups[t].map((p) => '<a href="#/wiki/' + esc(encodeURIComponent(p.page)) + '" data-page="' + esc(p.page) + '"' +
+        (state.page === p.page ? ' class="current"' : "") + ">" + esc(p.title) + "</a>").join("") +
+      "</div>").join("");
+  }
+  $("#page-filter").addEventListener("input", renderPageList);
+
+  async function showWiki(page) {
+    if (!state.pages.length) {
+      try { await loadPages(); } catch (e) { $("#page").innerHTML = '<div class="error">' + esc(e.message) + "</div>"; return; }
+    }
+    if (!page) {
+      renderPageList();
+      return;
+    }
+    const art = $("#page");
+    art.innerHTML = '<p class="muted">Loading…</p>';
+    let p;
+    try {
+      p = await api("/wiki/" + page.split("/").map(encodeURIComponent).join("/"));
+    } catch (e) {
+      const near = e.body && e.body.details && e.body.details.nearest;
+      art.innerHTML = '<div class="error">' + esc(e.message) + "</div>" +
+        (near && near.length ? '<p>Did you mean: ' + near.map((n) => '<a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(n)) + '">' + esc(n) + "</a>").join(", ") + "</p>" : "");
+      $("#graph").textContent = "";
+      $("#backlinks").textContent = "";
+      return;
+    }
+    state.page = p.page;
+    renderPageList();
+    const links = {};
+    Object.keys(p.links || {}).forEach((k) => { links[k.toLowerCase()] = p.links[k]; });
+    const opts = { links: links, headingShift: 0 };
+    let html = '<header class="page-head"><div class="crumbs">' + esc(p.page) + "</div><h1>" + esc(p.title) + "</h1>" +
+      '<div class="tags">' + (p.type ? '<span class="chip type">' + esc(p.type) + "</span>" : "") +
+      (p.tags || []).map((t) => '<span class="chip">#' + esc(t) + "</span>").join("") + "</div></header>";
+    if (p.preamble && p.preamble.trim()) html += '<div class="preamble">' + window.Markdown.render(p.preamble, opts) + "</div>";
+    (p.sections || []).forEach((s) => {
+      const level = Math.min(6, Math.max(2, s.level || 2));
+      html += '<section class="wsec" id="' + esc(s.id) + '"><h' + level + ">" + window.Markdown.inline(s.title || "", opts) +
+        '<span class="sec-id" title="section id">' + esc(s.id) + "</span></h" + level + ">" +
+        window.Markdown.render(s.body, opts) +
+        (s.sources && s.sources.length ? '<div class="sec-sources">Sources: ' + s.sources.map((x) => '<span class="chip src">' + esc(x) + "</span>").join(" ") + "</div>" : "") +
+        "</section>";
+    });
+    if (!(p.sections || []).length && !(p.preamble || "").trim()) {
+      // a page written by hand without section markers: render its body as is
+      html += window.Markdown.render(p.markdown.replace(/^---\n[\s\S]*?\n---\n/, ""), opts);
+    }
+    art.innerHTML = html;
+    art.scrollTop = 0;
+    drawGraph(p.page);
+    const bl = p.backlinks || [];
+    $("#backlinks").innerHTML = "<h3>Linked from</h3>" + (bl.length ? "<ul>" + bl.map((b) =>
+      '<li><a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(b.page)) + '">' + esc(b.title) + "</a></li>").join("") + "</ul>" : '<p class="muted small">No page links here.</p>');
+  }
+
+  async function drawGraph(page) {
+    const box = $("#graph");
+    const depth = $("#graph-depth").value;
+    try {
+      const r = await api("/graph?mode=neighbors&depth=" + encodeURIComponent(depth) + "&seed=" + encodeURIComponent(page));
+      window.GraphView.draw(box, r, (id) => { location.hash = "#/wiki/" + encodeURIComponent(id); });
+    } catch (e) {
+      box.innerHTML = '<p class="muted small">' + esc(e.message) + "</p>";
+    }
+  }
+  $("#graph-depth").addEventListener("change", () => { if (state.page) drawGraph(state.page); });
+
+  // ------------------------------------------------------------------ ingest
+  let chosen = null;
+  function choose(file) {
+    chosen = file || null;
+    $("#dz-main").textContent = chosen ? chosen.name : "Drop a PDF here or choose a file";
+    $("#dz-sub").textContent = chosen ? (chosen.size / 1048576).toFixed(2) + " MB" : "";
+    $("#upload-btn").disabled = !chosen;
+    $("#ingest-error").hidden = true;
+  }
+  $("#file-input").addEventListener("change", (e) => choose(e.target.files[0]));
+  const dz = $("#dropzone");
+  ["dragenter", "dragover"].forEach((t) => dz.addEventListener(t, (e) => { e.preventDefault(); dz.classList.add("over"); }));
+  ["dragleave", "drop"].forEach((t) => dz.addEventListener(t, (e) => { e.preventDefault(); dz.classList.remove("over"); }));
+  dz.addEventListener("drop", (e) => { if (e.dataTransfer.files.length) choose(e.dataTransfer.files[0]); });
+
+  function setProgress(frac, text) {
+    $("#progress").hidden = false;
+    $("#progress-fill").style.width = Math.round(Math.max(0.03, Math.min(1, frac)) * 100) + "%";
+    $("#progress-text").textContent = text;
+  }
+
+  const PHASES = { queued: "Waiting for the writer", starting: "Starting", splitting: "Splitting the PDF into sections",
+    embedding: "Embedding passages", writing: "Writing the wiki", done: "Done" };
+
+  function describe(job) {
+    const p = job.progress || {};
+    let frac = 0.05;
+    if (p.phase === "embedding" && p.total) frac = 0.15 + 0.6 * p.done / p.total;
+    else if (p.phase === "writing") frac = 0.8 + 0.2 * (p.total ? p.done / p.total : 0);
+    else if (p.phase === "splitting") frac = 0.1;
+    else if (p.phase === "done") frac = 1;
+    let text = PHASES[p.phase] || p.phase || "";
+    if (p.total && p.unit) text += " — " + p.done + " / " + p.total + " " + p.unit;
+    if (p.sections_total != null && p.unit !== "sections") text += " · " + p.sections_total + " sections";
+    return [frac, text];
+  }
+
+  $("#upload-btn").addEventListener("click", async () => {
+    if (!chosen) return;
+    $("#upload-btn").disabled = true;
+    $("#ingest-error").hidden = true;
+    $("#ingest-result").innerHTML = "";
+    setProgress(0.02, "Uploading " + chosen.name + "…");
+    const fd = new FormData();
+    fd.append("file", chosen, chosen.name);
+    try {
+      const job = await api("/ingest?wait=false", { method: "POST", body: fd });
+      let j = job;
+      while (j.status === "queued" || j.status === "running") {
+        const [f, t] = describe(j);
+        setProgress(f, t);
+        await new Promise((res) => setTimeout(res, 500));
+        j = await api("/jobs/" + encodeURIComponent(job.job));
+      }
+      if (j.status === "failed") throw new Error(j.error || "ingest failed");
+      setProgress(1, "Done in " + (j.seconds || 0) + " s");
+      renderIngest(j.result);
+      state.pages = [];
+    } catch (e) {
+      $("#ingest-error").textContent = e.message;
+      $("#ingest-error").hidden = false;
+      $("#progress").hidden = true;
+    } finally {
+      $("#upload-btn").disabled = !chosen;
+      refreshStatus();
+    }
+  });
+
+  function renderIngest(r) {
+    const secs = r.sections || [];
+    const pages = r.wiki_pages_updated || [];
+    const fresh = new Set(r.new_sections || []);
+    let html = '<div class="card result" data-testid="ingest-result"><h2>' + esc(r.title || r.paper) + "</h2>" +
+      '<p class="muted">' + esc((r.authors || []).join(", ")) + "</p>" +
+      '<div class="stats">' +
+      stat(r.pages, "pages") + stat(r.sections_indexed, "sections") + stat(r.passages, "passages") +
+      stat(pages.length, "wiki pages") + stat(fresh.size, "new wiki sections") + "</div>";
+    if (r.ingest_status === "unchanged") html += '<p class="note">This file was already ingested; nothing changed.</p>';
+    if (pages.length) {
+      html += '<h3>Wiki pages written</h3><ul class="written" data-testid="pages-written">' + pages.map((p) =>
+        '<li><a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(p)) + '">' + esc(p) + "</a></li>").join("") + "</ul>";
+    } else if (r.write_status === "already-written") {
+      html += '<p class="note">' + esc(r.message || "The wiki already cites this paper.") + "</p>";
+    }
+    html += '<h3>Sections found</h3><table class="sections" data-testid="sections-found"><thead><tr><th>#</th><th>Title</th><th>Kind</th><th>Pages</th><th>Passages</th></tr></thead><tbody>' +
+      secs.map((s) => "<tr class=\"lvl" + esc(s.level) + "\"><td>" + esc(s.number || "") + "</td><td>" + esc(s.title) + "</td><td>" +
+        esc(s.kind) + "</td><td>" + esc(s.page_start) + (s.page_end !== s.page_start ? "–" + esc(s.page_end) : "") +
+        "</td><td>" + esc(s.passages) + "</td></tr>").join("") + "</tbody></table></div>";
+    $("#ingest-result").innerHTML = html;
+  }
+  function stat(v, label) { return '<div class="stat"><b>' + esc(v == null ? "–" : v) + "</b><span>" + esc(label) + "</span></div>"; }
+
+  // ------------------------------------------------------------------ start
+  refreshStatus();
+  setInterval(refreshStatus, 15000);
+  route();
+})();

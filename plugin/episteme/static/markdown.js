@@ -1,0 +1,153 @@
+/* A small markdown renderer for wiki pages and answers.
+ *
+ * Why our own: no build step and no downloaded libraries, and page text comes from papers and an
+ * LLM, so it is untrusted.  Every piece of text is HTML-escaped before any markup is added; the
+ * only tags produced are the ones below, and link URLs are limited to http(s), mailto and
+ * relative paths.  [[target]], [[target|label]] and [[target#heading]] become in-app links.
+ */
+(function (global) {
+  "use strict";
+
+  function esc(s) {
+    return String(s)
+      .replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;")
+      .replace(/"/g, "&quot;").replace(/'/g, "&#39;");
+  }
+
+  function safeUrl(url) {
+    const u = url.trim();
+    if (/^(https?:|mailto:)/i.test(u)) return u;
+    if (/^[a-z][a-z0-9+.-]*:/i.test(u)) return null; // javascript:, data:, ... refused
+    return u;
+  }
+
+  // Inline markup on raw (unescaped) text: split out code spans, wikilinks and links first so
+  // their contents are not re-interpreted, escape everything else.
+  function inline(text, opts) {
+    const out = [];
+    const re = /(`+)([\s\S]*?[^`])\1(?!`)|\[\[([^\[\]\n]+)\]\]|\[([^\]\n]+)\]\(([^)\s]+)\)|\$([^$\n]+)\$/g;
+    let last = 0;
+    let m;
+    while ((m = re.exec(text)) !== null) {
+      out.push(emphasis(text.slice(last, m.index)));
+      if (m[1]) {
+        out.push("<code>" + esc(m[2].trim()) + "</code>");
+      } else if (m[3]) {
+        out.push(wikilink(m[3], opts));
+      } else if (m[4]) {
+        const url = safeUrl(m[5]);
+        out.push(url === null ? esc(m[0])
+          : '<a href="' + esc(url) + '" target="_blank" rel="noopener noreferrer">' + emphasis(m[4]) + "</a>");
+      } else if (m[6]) {
+        out.push('<span class="math">' + esc(m[6]) + "</span>");
+      }
+      last = re.lastIndex;
+    }
+    out.push(emphasis(text.slice(last)));
+    return out.join("");
+  }
+
+  function emphasis(raw) {
+    let s = esc(raw);
+    s = s.replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, "<strong>$1</strong>");
+    s = s.replace(/__(?=\S)([\s\S]*?\S)__/g, "<strong>$1</strong>");
+    s = s.replace(/(^|[^*\w])\*(?=\S)([^*\n]*?\S)\*(?!\w)/g, "$1<em>$2</em>");
+    s = s.replace(/(^|[^_\w])_(?=\S)([^_\n]*?\S)_(?!\w)/g, "$1<em>$2</em>");
+    return s;
+  }
+
+  function wikilink(inner, opts) {
+    let target = inner;
+    let label = null;
+    const bar = inner.indexOf("|");
+    if (bar >= 0) { target = inner.slice(0, bar); label = inner.slice(bar + 1); }
+    let anchor = "";
+    const hash = target.indexOf("#");
+    if (hash >= 0) { anchor = target.slice(hash + 1); target = target.slice(0, hash); }
+    target = target.trim();
+    const shown = (label || (target + (anchor ? " › " + anchor : ""))).trim() || target;
+    const resolved = opts && opts.links ? opts.links[target.toLowerCase()] : undefined;
+    const dangling = opts && opts.links && resolved === null;
+    const page = resolved || target;
+    return '<a class="wikilink' + (dangling ? " dangling" : "") + '" href="#/wiki/' +
+      esc(encodeURIComponent(page)) + '" data-page="' + esc(page) + '"' +
+      (dangling ? ' title="no page with this name yet"' : "") + ">" + esc(shown) + "</a>";
+  }
+
+  // Block structure: fenced code, headings, rules, quotes, lists, tables, paragraphs.
+  function render(md, opts) {
+    opts = opts || {};
+    const src = String(md || "").replace(/\r\n?/g, "\n")
+      .replace(/<!--[\s\S]*?-->/g, ""); // section markers and other comments: not content
+    const lines = src.split("\n");
+    const html = [];
+    let i = 0;
+    const headingShift = opts.headingShift || 0;
+    while (i < lines.length) {
+      const line = lines[i];
+      let m;
+      if (/^\s*$/.test(line)) { i++; continue; }
+      if ((m = /^(\s*)(```+|~~~+)\s*([\w+-]*)\s*$/.exec(line))) {
+        const fence = m[2];
+        const body = [];
+        i++;
+        while (i < lines.length && !lines[i].trim().startsWith(fence)) { body.push(lines[i]); i++; }
+        i++;
+        html.push("<pre><code>" + esc(body.join("\n")) + "</code></pre>");
+        continue;
+      }
+      if ((m = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line))) {
+        const level = Math.min(6, m[1].length + headingShift);
+        html.push("<h" + level + ">" + inline(m[2], opts) + "</h" + level + ">");
+        i++;
+        continue;
+      }
+      if (/^\s*([-*_])(\s*\1){2,}\s*$/.test(line)) { html.push("<hr>"); i++; continue; }
+      if (/^\s*>/.test(line)) {
+        const body = [];
+        while (i < lines.length && /^\s*>/.test(lines[i])) { body.push(lines[i].replace(/^\s*> ?/, "")); i++; }
+        html.push("<blockquote>" + render(body.join("\n"), opts) + "</blockquote>");
+        continue;
+      }
+      if (/^\s*([-*+]|\d+[.)])\s+/.test(line)) {
+        const ordered = /^\s*\d+[.)]\s+/.test(line);
+        const items = [];
+        while (i < lines.length && /^\s*([-*+]|\d+[.)])\s+/.test(lines[i])) {
+          let item = lines[i].replace(/^\s*([-*+]|\d+[.)])\s+/, "");
+          i++;
+          while (i < lines.length && /^\s{2,}\S/.test(lines[i]) && !/^\s*([-*+]|\d+[.)])\s+/.test(lines[i])) {
+            item += " " + lines[i].trim();
+            i++;
+          }
+          const task = /^\[([ xX])\]\s+/.exec(item);
+          if (task) item = item.slice(task[0].length);
+          items.push("<li>" + (task ? (task[1] === " " ? "☐ " : "☑ ") : "") + inline(item, opts) + "</li>");
+        }
+        html.push((ordered ? "<ol>" : "<ul>") + items.join("") + (ordered ? "</ol>" : "</ul>"));
+        continue;
+      }
+      if (/^\s*\|.*\|\s*$/.test(line) && i + 1 < lines.length && /^\s*\|[\s:|-]+\|\s*$/.test(lines[i + 1])) {
+        const cells = (l) => l.trim().replace(/^\||\|$/g, "").split("|").map((c) => c.trim());
+        const head = cells(line);
+        i += 2;
+        const rows = [];
+        while (i < lines.length && /^\s*\|.*\|\s*$/.test(lines[i])) { rows.push(cells(lines[i])); i++; }
+        html.push("<table><thead><tr>" + head.map((c) => "<th>" + inline(c, opts) + "</th>").join("") +
+          "</tr></thead><tbody>" + rows.map((r) => "<tr>" + r.map((c) => "<td>" + inline(c, opts) + "</td>").join("") + "</tr>").join("") +
+          "</tbody></table>");
+        continue;
+      }
+      const para = [];
+      while (i < lines.length && !/^\s*$/.test(lines[i]) && !/^(#{1,6})\s/.test(lines[i]) &&
+             !/^\s*(```|~~~)/.test(lines[i]) && !/^\s*>/.test(lines[i]) &&
+             !/^\s*([-*+]|\d+[.)])\s+/.test(lines[i])) {
+        para.push(lines[i].trim());
+        i++;
+      }
+      html.push("<p>" + inline(para.join("\n"), opts).replace(/\n/g, " ") + "</p>");
+    }
+    return html.join("\n");
+  }
+
+  global.Markdown = { render: render, inline: inline, escape: esc };
+})(window);
