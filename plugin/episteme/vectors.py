@@ -128,15 +128,7 @@ class VectorStore:
         *,
         collection: str = PASSAGES,
     ) -> None:
-        col = self.collection(collection)
-        for start in range(0, len(ids), _BATCH):
-            end = start + _BATCH
-            col.add(
-                ids=list(ids[start:end]),
-                embeddings=[list(map(float, v)) for v in embeddings[start:end]],
-                metadatas=list(metadatas[start:end]),
-                documents=list(documents[start:end]) if documents is not None else None,
-            )
+        _add_batches(self.collection(collection), ids, embeddings, metadatas, documents)
 
     def get(self, *, where: dict | None = None, ids: Sequence[str] | None = None,
             collection: str = PASSAGES, include_embeddings: bool = False) -> dict:
@@ -203,8 +195,9 @@ class VectorStore:
         if not ids:
             return
         embs = saved.get("embeddings")
-        self.add(ids, [list(v) for v in embs], list(saved["metadatas"]), list(saved["documents"]),
-                 collection=collection)
+        # straight to the collection: restoring must not depend on the add that just failed
+        _add_batches(self.collection(collection), ids, [list(v) for v in embs],
+                     list(saved["metadatas"]), list(saved["documents"]))
 
     def query_passages(self, embeddings, n: int = 10, where: dict | None = None) -> list[list[dict]]:
         """Passage neighbours; scope with ``where={"paper": {"$in": [...]}}``."""
@@ -213,6 +206,17 @@ class VectorStore:
     def paper_ids(self) -> set[str]:
         res = self.collection(PASSAGES).get(include=["metadatas"])
         return {m.get("paper") for m in res["metadatas"] or [] if m}
+
+
+def _add_batches(col, ids, embeddings, metadatas, documents) -> None:
+    for start in range(0, len(ids), _BATCH):
+        end = start + _BATCH
+        col.add(
+            ids=list(ids[start:end]),
+            embeddings=[list(map(float, v)) for v in embeddings[start:end]],
+            metadatas=list(metadatas[start:end]),
+            documents=list(documents[start:end]) if documents is not None else None,
+        )
 
 
 def open_vectors(settings, embedder=None, *, model_name: str | None = None, dim: int | None = None) -> VectorStore:

@@ -1,0 +1,248 @@
+"""The ingest pipeline on real papers: raw/ + SQLite + Chroma agree, re-ingest/replace/force,
+all-or-nothing on failure, remove, rebuild."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from episteme.errors import EpistemeError, NotFoundError
+from episteme.ingest import ingest_paper, rebuild, remove_paper
+from episteme.store import Store, open_store
+from episteme.vectors import PASSAGES, VectorStore, open_vectors, scope_where
+from ingested_wiki import wiki_settings
+
+ATT = "attention_1706.03762v5.pdf"
+GAN = "gan_1406.2661v1.pdf"
+
+
+def subset_pdf(src: Path, dest: Path, pages: range) -> Path:
+    """A smaller real PDF (some pages of a paper) for fast ingests."""
+    import pypdf
+
+    reader = pypdf.PdfReader(src)
+    writer = pypdf.PdfWriter()
+    for i in pages:
+        writer.add_page(reader.pages[i])
+    buf = io.BytesIO()
+    writer.write(buf)
+    dest.write_bytes(buf.getvalue())
+    return dest
+
+
+def snapshot(settings) -> dict:
+    """Everything ingest may change: raw/ bytes, the SQLite dump, the Chroma passage records."""
+    raw = settings.raw_dir
+    files = {}
+    if raw.is_dir():
+        for p in sorted(raw.rglob("*")):
+            if p.is_file():
+                files[str(p.relative_to(raw))] = hashlib.sha256(p.read_bytes()).hexdigest()
+    dump = []
+    if settings.sqlite_path.exists():
+        con = sqlite3.connect(settings.sqlite_path)
+        dump = [line for line in con.iterdump()]
+        con.close()
+    res = open_vectors(settings, model_name="all-MiniLM-L6-v2", dim=384).get(include_embeddings=True)
+    vecs = sorted(
+        (i, json.dumps(m, sort_keys=True), d, tuple(round(float(x), 5) for x in e[:8]))
+        for i, m, d, e in zip(res["ids"], res["metadatas"], res["documents"], res["embeddings"], strict=True)
+    )
+    return {"raw": files, "sqlite": dump, "chroma": vecs}
+
+
+def test_ingest_json_describes_every_section(ingested_papers):
+    att = ingested_papers[ATT]
+    assert att["status"] == "ingested"
+    assert att["title"] == "Attention Is All You Need"
+    assert "Ashish Vaswani" in att["authors"]
+    assert att["pages"] == 15 and att["file"] == f"raw/{ATT}"
+    ids = [s["section_id"] for s in att["sections"]]
+    assert len(ids) == len(set(ids)) == att["sections_indexed"]
+    assert all(i.startswith(f"{ATT}#") for i in ids)
+    assert f"{ATT}#3.2" in ids and f"{ATT}#abstract" in ids
+    keys = {"section_id", "number", "title", "level", "page_start", "page_end", "chars", "passages"}
+    for s in att["sections"]:
+        assert keys <= set(s)
+        assert 1 <= s["page_start"] <= s["page_end"] <= att["pages"]
+    assert sum(s["passages"] for s in att["sections"]) == att["passages"] > 20
+    refs = [s for s in att["sections"] if s["kind"] == "references"]
+    assert refs and all(s["passages"] == 0 and s["chars"] > 1000 for s in refs)
+    assert ingested_papers[GAN]["pages"] == 9
+
+
+def test_sqlite_and_chroma_agree_and_passages_fit_the_model(ingested_wiki, embedder):
+    s = wiki_settings(ingested_wiki)
+    with open_store(s, readonly=True) as st:
+        sections = {x["section_id"]: x for x in st.sections()}
+        passages = st.passages()
+        assert {p["paper_id"] for p in passages} == {ATT, GAN}
+    got = open_vectors(s, embedder).get()
+    assert sorted(got["ids"]) == sorted(p["id"] for p in passages)
+    meta = dict(zip(got["ids"], got["metadatas"], strict=True))
+    for p in passages:
+        sec = sections[p["section_id"]]
+        assert sec["section_text"][p["char_start"]:p["char_end"]] == p["text"]
+        assert sec["page_start"] <= p["page"] <= sec["page_end"]
+        assert embedder.count_tokens(p["text"]) <= 256
+        m = meta[p["id"]]
+        assert (m["paper"], m["section_id"], m["page"]) == (p["paper_id"], p["section_id"], p["page"])
+    assert (ingested_wiki / "raw" / ATT).read_bytes()[:5] == b"%PDF-"
+
+
+def test_vector_and_lexical_search_find_the_right_section(ingested_wiki, embedder):
+    s = wiki_settings(ingested_wiki)
+    vs = open_vectors(s, embedder)
+    q = embedder.encode(["dot products are scaled by one over the square root of d_k"])
+    hits = vs.query_passages(q, 3, where=scope_where([ATT]))[0]
+    assert hits[0]["metadata"]["section_id"].startswith(f"{ATT}#3.2")
+    gan_only = vs.query_passages(q, 3, where=scope_where([GAN]))[0]
+    assert {h["metadata"]["paper"] for h in gan_only} == {GAN}
+    with open_store(s, readonly=True) as st:
+        lex = st.search_passages_fts("discriminator minimax", limit=5)
+        assert lex and lex[0]["paper_id"] == GAN
+        assert st.search_passages_fts("minimax", paper_ids=[ATT]) == []
+        assert st.search_passages_fts("minimax", paper_ids=[GAN])
+
+
+def test_reingest_unchanged_is_a_noop_and_force_redoes(ingested_wiki, papers_dir, tmp_path, embedder):
+    s = wiki_settings(ingested_wiki)
+    one = subset_pdf(papers_dir / GAN, tmp_path / "gan page one.pdf", range(0, 1))
+    first = ingest_paper(s, one, progress=False, embedder=embedder)
+    assert first["status"] == "ingested" and first["paper"] == "gan_page_one.pdf"
+    before = snapshot(s)
+    out = ingest_paper(s, one, progress=False, embedder=embedder)
+    assert out["status"] == "unchanged" and "already ingested" in out["message"]
+    assert snapshot(s) == before
+    assert {k: v for k, v in out.items() if k not in ("status", "message", "seconds")} == {
+        k: v for k, v in first.items() if k not in ("status", "seconds")}
+    forced = ingest_paper(s, one, force=True, progress=False, embedder=embedder)
+    assert forced["status"] == "replaced"
+    assert [x["section_id"] for x in forced["sections"]] == [x["section_id"] for x in out["sections"]]
+    assert forced["ingested_at"] >= out["ingested_at"]
+    assert open_vectors(s, embedder).count() == len(before["chroma"])
+
+
+def test_changed_file_with_same_name_replaces_rows_and_vectors(ingested_wiki, papers_dir, tmp_path,
+                                                                embedder):
+    s = wiki_settings(ingested_wiki)
+    small = subset_pdf(papers_dir / ATT, tmp_path / ATT, range(0, 3))
+    out = ingest_paper(s, small, progress=False, embedder=embedder)
+    assert out["status"] == "replaced" and out["pages"] == 3
+    assert (ingested_wiki / "raw" / ATT).read_bytes() == small.read_bytes()
+    vs = open_vectors(s, embedder)
+    assert len(vs.paper_vectors(ATT)["ids"]) == out["passages"]
+    with open_store(s, readonly=True) as st:
+        assert st.paper(ATT)["pages"] == 3
+        assert len(st.passages(paper_id=ATT)) == out["passages"]
+        assert max(x["page_end"] for x in st.sections(ATT)) <= 3
+        assert st.paper(GAN) is not None  # the other paper untouched
+
+
+@pytest.mark.parametrize("where", ["chroma_add_raises", "chroma_add_then_raises", "commit_raises"])
+def test_failure_after_sqlite_write_leaves_everything_as_before(
+    ingested_wiki, papers_dir, tmp_path, embedder, monkeypatch, where
+):
+    """Replace an existing paper and fail late: raw/, SQLite and Chroma exactly as before."""
+    s = wiki_settings(ingested_wiki)
+    small = subset_pdf(papers_dir / ATT, tmp_path / ATT, range(0, 1))
+    before = snapshot(s)
+    calls = []
+
+    def boom(*a, **k):
+        calls.append(where)
+        raise RuntimeError(f"injected failure: {where}")
+
+    if where == "chroma_add_raises":
+        monkeypatch.setattr(VectorStore, "add", boom)
+    elif where == "chroma_add_then_raises":
+        real_add = VectorStore.add
+
+        def add_then_boom(self, *a, **k):
+            real_add(self, *a, **k)
+            boom()
+
+        monkeypatch.setattr(VectorStore, "add", add_then_boom)
+    else:
+        monkeypatch.setattr(Store, "commit", boom)
+    with pytest.raises(RuntimeError, match="injected"):
+        ingest_paper(s, small, progress=False, embedder=embedder)
+    assert calls == [where]
+    monkeypatch.undo()
+    assert snapshot(s) == before
+    assert not list((ingested_wiki / ".episteme" / "tmp").glob("*"))
+    if where != "commit_raises":
+        return
+    # and a new paper failing at commit leaves no trace either
+    monkeypatch.setattr(Store, "commit", boom)
+    other = subset_pdf(papers_dir / ATT, tmp_path / "new paper.pdf", range(0, 1))
+    with pytest.raises(RuntimeError):
+        ingest_paper(s, other, progress=False, embedder=embedder)
+    monkeypatch.undo()
+    assert snapshot(s) == before
+
+
+def test_remove_deletes_rows_vectors_and_raw_and_lists_citing_sections(ingested_wiki, embedder):
+    s = wiki_settings(ingested_wiki)
+    (ingested_wiki / "index.json").write_text(json.dumps({
+        "sec_001": [ATT, GAN], "sec_002": GAN, "sec_003": [ATT], "sec_010": GAN,
+    }))
+    gan_vectors = len(open_vectors(s, embedder).paper_vectors(GAN)["ids"])
+    out = remove_paper(s, str(ingested_wiki / "raw" / GAN))  # a path works as well as the id
+    assert out["status"] == "removed" and out["paper"] == GAN
+    assert out["cited_by"] == ["sec_001", "sec_002", "sec_010"]
+    assert out["vectors_removed"] == gan_vectors > 0 and out["raw_removed"]
+    assert not (ingested_wiki / "raw" / GAN).exists()
+    assert open_vectors(s, embedder).paper_ids() == {ATT}
+    with open_store(s, readonly=True) as st:
+        assert st.paper(GAN) is None and st.sections(GAN) == []
+        assert st.search_passages_fts("minimax") == []
+        assert st.paper(ATT) is not None
+    with pytest.raises(NotFoundError):
+        remove_paper(s, GAN)
+
+
+def test_rebuild_recreates_sqlite_and_chroma_from_raw(ingested_wiki, embedder):
+    s = wiki_settings(ingested_wiki)
+    remove_paper(s, ATT)  # one paper is enough (and keeps the test fast)
+    with open_store(s, readonly=True) as st:
+        want_sections = [x["section_id"] for x in st.sections()]
+        want_passages = {p["id"]: p["text"] for p in st.passages()}
+    s.sqlite_path.unlink()
+    for extra in ("-wal", "-shm"):
+        Path(str(s.sqlite_path) + extra).unlink(missing_ok=True)
+    open_vectors(s, embedder).drop(PASSAGES)
+    out = rebuild(s, progress=False, embedder=embedder)
+    assert out["failed"] == [] and [p["paper"] for p in out["papers"]] == [GAN]
+    with open_store(s, readonly=True) as st:
+        assert [x["section_id"] for x in st.sections()] == want_sections
+        assert {p["id"]: p["text"] for p in st.passages()} == want_passages
+    assert out["passages"] == len(want_passages) == open_vectors(s, embedder).count()
+
+
+def test_model_change_is_refused_until_rebuild(ingested_wiki, papers_dir, embedder, tmp_path):
+    s = wiki_settings(ingested_wiki)
+    remove_paper(s, ATT)
+    vs = open_vectors(s, embedder)
+    vs.drop(PASSAGES)
+    VectorStore(s, "another-model", 384).collection(PASSAGES)  # recorded with another model
+    small = subset_pdf(papers_dir / GAN, tmp_path / "g.pdf", range(0, 1))
+    before = snapshot_without_chroma(s)
+    with pytest.raises(EpistemeError, match="episteme rebuild"):
+        ingest_paper(s, small, progress=False, embedder=embedder)
+    assert snapshot_without_chroma(s) == before
+    out = rebuild(s, progress=False, embedder=embedder)
+    assert out["passages"] > 0
+    assert open_vectors(s, embedder).collection().metadata["embedding_model"] == "all-MiniLM-L6-v2"
+
+
+def snapshot_without_chroma(settings) -> tuple:
+    files = sorted(p.name for p in settings.raw_dir.iterdir())
+    con = sqlite3.connect(settings.sqlite_path)
+    dump = list(con.iterdump())
+    con.close()
+    return files, dump
