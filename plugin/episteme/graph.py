@@ -215,18 +215,29 @@ class WikiGraph:
         ids = self.ids
         lookup = self._lookup
         in_edges = self.in_edges
+        out_edges = self.out_edges
         dangling_seen: set[tuple[int, str]] = set()
+        # raw target text -> candidates; most wikis spell a target the same way many times
+        by_text: dict[str, tuple[str | None, list[int]]] = {}
+        count = 0
         for i, p in enumerate(self.pages):
+            links = p.links
+            if not links:
+                out_edges.append([])
+                continue
+            count += len(links)
             out: set[int] = set()
             folder = None
-            for link in p.links:
-                self.link_count += 1
-                key = link.target.lower()
-                step, cands = lookup(key)
+            for target, line in links:
+                hit = by_text.get(target)
+                if hit is None:
+                    hit = by_text[target] = lookup(target.lower())
+                cands = hit[1]
                 if not cands:
+                    key = target.lower()
                     if (i, key) not in dangling_seen:
                         dangling_seen.add((i, key))
-                        self.dangling.append(Dangling(p.id, link.target, link.line))
+                        self.dangling.append(Dangling(p.id, target, line))
                     continue
                 if len(cands) == 1:
                     j = cands[0]
@@ -235,14 +246,15 @@ class WikiGraph:
                         folder = p.folder
                     j = self._choose(cands, folder)
                     self.ambiguities.append(
-                        Ambiguity(p.id, link.target, link.line, step or "", ids[j], tuple(ids[c] for c in sorted(cands)))
+                        Ambiguity(p.id, target, line, hit[0] or "", ids[j], tuple(ids[c] for c in sorted(cands)))
                     )
-                if j != i:
-                    out.add(j)
+                out.add(j)
+            out.discard(i)  # self-links are dropped
             lst = sorted(out)
-            self.out_edges.append(lst)
+            out_edges.append(lst)
             for j in lst:
                 in_edges[j].append(i)
+        self.link_count = count
         # in_edges were filled in increasing source order, so they are already sorted
 
     # ---------------------------------------------------------------- lookups

@@ -149,7 +149,6 @@ _MAYBE_TYPED = re.compile(
     r"|[0-9][0-9_]*(?::[0-9_.]*)+"
     r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt \t].*)?)\Z"
 )
-_KEY_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_.\-]*):(?:[ ]+(.*))?\Z")
 # Anything PyYAML's reader rejects or treats specially (control characters, BOMs, NEL, ...).
 _UNSAFE_CHARS = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
 _FALLBACK = object()
@@ -250,11 +249,15 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
     props: dict[str, Any] = {}
     list_key: str | None = None  # key whose block list we are filling
     list_indent = -1
+    cache = _VALUE_CACHE
     for line in block.split("\n"):
-        stripped = line.strip()
-        if not stripped or stripped[0] == "#":
+        if not line:
             continue
-        if line[0] == " " or line[0] == "-":
+        c0 = line[0]
+        if c0 == " " or c0 == "-" or c0 == "#":
+            stripped = line.strip()
+            if not stripped or stripped[0] == "#":
+                continue
             # only block-list items of the key above
             if list_key is None or not stripped.startswith("-"):
                 return None
@@ -281,32 +284,56 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
             lst.append(v)
             continue
         list_key = None
-        m = _KEY_LINE.match(line.rstrip(" "))
-        if not m:
+        key, sep, rest = line.partition(":")
+        if not sep or (rest and rest[0] != " ") or (key not in _GOOD_KEYS and not _good_key(key)):
             return None
-        key, value = m[1], m[2]
-        if key in _NULLS or key in _TRUE or key in _FALSE or key == "<<":
-            return None
-        value = (value or "").strip()
+        value = rest.strip()
         if not value:
             props[key] = None
             list_key = key
             continue
-        c = value[0]
-        if c == "[":
-            if not value.endswith("]"):
-                return None
-            v = _flow_list(value)
-        elif c in "'\"":
-            v = _quoted(value)
-        elif c in "{&*!|>%@`?:,]}#":
-            return None
-        else:
-            v = _plain_scalar(value, flow=False)
+        v = cache.get(value, _MISS)
+        if v is _MISS:
+            v = _top_value(value)
+            if len(value) <= 80:
+                if len(cache) > 50_000:
+                    cache.clear()
+                cache[value] = tuple(v) if type(v) is list else v
+        elif type(v) is tuple:
+            v = list(v)
         if v is _FALLBACK:
             return None
         props[key] = v
     return props
+
+
+_VALUE_CACHE: dict[str, Any] = {}
+_GOOD_KEYS: set[str] = set()
+_MISS = object()
+_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
+
+
+def _good_key(key: str) -> bool:
+    """A plain key that PyYAML reads as that same string (not ``yes``, ``null``, ``<<``...)."""
+    if not _KEY.match(key) or key in _NULLS or key in _TRUE or key in _FALSE:
+        return False
+    if len(_GOOD_KEYS) < 10_000:
+        _GOOD_KEYS.add(key)
+    return True
+
+
+def _top_value(value: str) -> Any:
+    """The value of a top-level ``key: value`` line (stripped, non-empty), or ``_FALLBACK``."""
+    c = value[0]
+    if c == "[":
+        if not value.endswith("]"):
+            return _FALLBACK
+        return _flow_list(value)
+    if c in "'\"":
+        return _quoted(value)
+    if c in "{&*!|>%@`?:,]}#":
+        return _FALLBACK
+    return _plain_scalar(value, flow=False)
 
 
 _yaml_loader = None
@@ -522,12 +549,45 @@ def parse_page(page_id: str, path: str, data: bytes) -> Page:
 def _scan_chunk(args: tuple[str, list[str]]) -> list[Page]:
     root, ids = args
     out = []
+    join = os.path.join
     for pid in ids:
+        path = join(root, pid)
         try:
-            out.append(read_page(root, pid))
+            with open(path, "rb") as f:
+                data = f.read()
         except OSError as e:
-            out.append(Page(pid, os.path.join(root, pid), {}, [], f"unreadable: {e.strerror}", None))
+            out.append(Page(pid, path, {}, [], f"unreadable: {e.strerror}", None))
+            continue
+        out.append(parse_page(pid, path, data))
     return out
+
+
+def _scan_packed(args: tuple[str, list[str]]) -> list[tuple]:
+    """Worker side of a parallel scan: plain tuples pickle several times faster than
+    dataclass instances and named tuples."""
+    return [
+        (p.id, p.path, p.props, [tuple(link) for link in p.links], p.fm_error, p.fm_error_line, p.has_frontmatter)
+        for p in _scan_chunk(args)
+    ]
+
+
+def _unpack(rows: list[tuple]) -> list[Page]:
+    make = Link._make
+    return [Page(r[0], r[1], r[2], list(map(make, r[3])), r[4], r[5], r[6]) for r in rows]
+
+
+def default_jobs(n_pages: int) -> int:
+    """Processes worth using for ``n_pages``: one per :data:`PARALLEL_MIN_PAGES` pages, at most
+    one per core that is idle right now (a second process on a busy core only adds start-up
+    and pickling cost)."""
+    if n_pages < 2 * PARALLEL_MIN_PAGES:
+        return 1
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    try:
+        idle = cpus - os.getloadavg()[0]
+    except OSError:
+        idle = cpus
+    return max(1, min(cpus, int(idle + 0.5), n_pages // PARALLEL_MIN_PAGES))
 
 
 def scan_wiki(root: str | os.PathLike, *, jobs: int | None = None) -> list[Page]:
@@ -539,19 +599,20 @@ def scan_wiki(root: str | os.PathLike, *, jobs: int | None = None) -> list[Page]
     root = os.fspath(root)
     ids = iter_page_files(root)
     if jobs is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        jobs = min(cpus, max(1, len(ids) // PARALLEL_MIN_PAGES))
+        jobs = default_jobs(len(ids))
     if jobs <= 1 or len(ids) < 2:
         return _scan_chunk((root, ids))
     import multiprocessing as mp
 
-    # interleave so each worker gets a similar mix of folders (file sizes vary by folder)
-    chunks = [(root, ids[i::jobs]) for i in range(jobs)]
+    # contiguous slices keep each worker's directory reads local; the parent takes one slice
+    # itself instead of idling while the workers run
+    step = -(-len(ids) // jobs)
+    chunks = [(root, ids[k : k + step]) for k in range(0, len(ids), step)]
     ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    with ctx.Pool(jobs) as pool:
-        pending = pool.map_async(_scan_chunk, chunks[1:])
+    with ctx.Pool(len(chunks) - 1) as pool:
+        pending = pool.map_async(_scan_packed, chunks[1:])
         first = _scan_chunk(chunks[0])
         parts = pending.get()
-    merged = first + [p for part in parts for p in part]
-    merged.sort(key=lambda p: p.id)
-    return merged
+    for rows in parts:
+        first.extend(_unpack(rows))
+    return first  # slices of a sorted list, concatenated in order: still sorted
