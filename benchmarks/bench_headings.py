@@ -54,6 +54,19 @@ def score(found: list[str], gold: list[str]) -> tuple[int, int, int]:
     return tp, sum(f.values()), sum(g.values())
 
 
+def structure_agreement(sections, gold_heads: list[dict]) -> tuple[int, int]:
+    """How many gold headings were found with the printed number, level and start page."""
+    got: dict[tuple[str, str], list] = {}
+    for sec in sections:
+        got.setdefault((norm_title(sec.title), sec.number), []).append(sec)
+    ok = 0
+    for h in gold_heads:
+        cands = got.get((norm_title(h["title"]), h["number"]), [])
+        if any(c.level == h["level"] and c.page_start == h["page"] for c in cands):
+            ok += 1
+    return ok, len(gold_heads)
+
+
 def prf(tp: int, nf: int, ng: int) -> tuple[float, float, float]:
     p = tp / nf if nf else 0.0
     r = tp / ng if ng else 0.0
@@ -82,7 +95,8 @@ def run(repeat: int, verbose: bool) -> str:
                 found = [s.title for s in res.sections if s.kind != "front"]
                 tp, nf, ng = score(found, gold_titles)
                 totals[mode] = [a + b for a, b in zip(totals[mode], (tp, nf, ng), strict=True)]
-                row[mode] = (tp, nf, ng, res.used_outline, statistics.median(times))
+                row[mode] = (tp, nf, ng, res.used_outline, statistics.median(times),
+                             structure_agreement(res.sections, gold["headings"]))
                 if verbose:
                     fs = Counter(norm_title(t) for t in found)
                     gs = Counter(norm_title(t) for t in gold_titles)
@@ -93,20 +107,23 @@ def run(repeat: int, verbose: bool) -> str:
             rows.append(row)
 
     out = ["| paper | outline? | P | R | F1 | P (stripped) | R (stripped) | F1 (stripped) |"
-           " split s (median) |",
-           "|---|---|---|---|---|---|---|---|---|"]
+           " number+level+page | split s (median) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
+    agree = [0, 0]
     for row in rows:
         p1, r1, f1 = prf(*row["outline"][:3])
         p2, r2, f2 = prf(*row["stripped"][:3])
+        ok, n = row["outline"][5]
+        agree = [agree[0] + ok, agree[1] + n]
         out.append(
             f"| {row['paper']} | {'yes' if row['outline'][3] else 'no'} | {p1:.3f} | {r1:.3f} | "
-            f"{f1:.3f} | {p2:.3f} | {r2:.3f} | {f2:.3f} | {row['outline'][4]:.2f} |"
+            f"{f1:.3f} | {p2:.3f} | {r2:.3f} | {f2:.3f} | {ok}/{n} | {row['outline'][4]:.2f} |"
         )
     p1, r1, f1 = prf(*totals["outline"])
     p2, r2, f2 = prf(*totals["stripped"])
     out.append(
         f"| **all (micro)** | | **{p1:.3f}** | **{r1:.3f}** | **{f1:.3f}** | **{p2:.3f}** | "
-        f"**{r2:.3f}** | **{f2:.3f}** | |"
+        f"**{r2:.3f}** | **{f2:.3f}** | {agree[0]}/{agree[1]} | |"
     )
     header = (
         f"Machine: {os.cpu_count()} cores (nproc), Python {platform.python_version()}, "
