@@ -64,7 +64,7 @@ def _now() -> str:
 
 
 def _read_pdf(pdf_path: str | os.PathLike, max_bytes: int) -> bytes:
-    from .pdfsplit import check_pdf_bytes
+    from .pdfsplit import PdfError, check_pdf_bytes
 
     path = Path(pdf_path)
     if not path.exists():
@@ -73,7 +73,9 @@ def _read_pdf(pdf_path: str | os.PathLike, max_bytes: int) -> bytes:
         raise UsageError(f"{pdf_path} is a folder, not a PDF")
     size = path.stat().st_size
     if max_bytes and size > max_bytes:
-        check_pdf_bytes(b"%PDF-" + b"\0" * (max_bytes + 1), max_bytes)  # the too_large error
+        # refuse before reading a huge file into memory
+        raise PdfError("too_large", f"the file is {size} bytes, over the limit of {max_bytes} "
+                       "bytes (EPISTEME_MAX_PDF_BYTES)")
     try:
         data = path.read_bytes()
     except OSError as e:
