@@ -1,0 +1,42 @@
+"""``episteme plan PAPER`` / ``plan_ingest.py``: for each section of an ingested paper, the most
+related existing wiki sections, as JSON the agent reads before writing (skill ``wiki-ingest``).
+
+Per section (references, front matter and stubs are listed under ``skipped``): its store id,
+label, pages, text (``--brief``: a 300-character preview), a suggested page, and ``related``:
+the top ``--k`` wiki sections found by the wiki-section search (words + embeddings) and by
+``index.md`` descriptions that name the section's title, each with its id, page, description
+and sources.  The agent then creates or updates sections with ``write_section.py``.  Writes
+nothing.
+"""
+
+from __future__ import annotations
+
+from ..cliutil import ArgumentParser, print_json, run_main
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="episteme plan", description=__doc__.splitlines()[0])
+    p.add_argument("paper", help="the ingested paper: its raw/ file name (or the PDF path)")
+    p.add_argument("--wiki", default=None, help="the wiki folder (default: $WIKI_PATH or ./wiki)")
+    p.add_argument("--k", type=int, default=5, help="related wiki sections per paper section (default 5)")
+    p.add_argument("--brief", action="store_true", help="a preview instead of each section's full text")
+    p.add_argument("--section", default=None,
+                   help="only this paper section (store id such as attention.pdf#3.2, or its number 3.2)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        from ..config import load_settings
+        from ..errors import UsageError
+        from ..writer import plan_paper, resolve_paper_id
+
+        if not 1 <= args.k <= 50:
+            raise UsageError("--k must be between 1 and 50")
+        settings = load_settings(args.wiki)
+        pid = resolve_paper_id(settings, args.paper)
+        print_json(plan_paper(settings, pid, k=args.k, text=not args.brief, only=args.section))
+        return 0
+
+    return run_main(body)

@@ -1,0 +1,510 @@
+"""The wiki writer's shared half: what a write decision is, how it is checked, how a batch of
+them is applied, and where the writer's inputs (a paper's sections, related wiki sections) come
+from.  The two automatic writers build on it: :mod:`episteme.writer_extractive` (offline,
+deterministic) and :mod:`episteme.writer_claude` (Claude via tool use); the agent's flow
+(``plan_ingest.py`` + ``write_section.py``) uses :func:`plan_paper` and the same primitives.
+
+Why decide first and write afterwards: every decision for a paper is made and validated before
+the first byte reaches the wiki, so a bad model reply, a 401 or a refused path stops the run
+with the wiki untouched, and ``--dry-run`` prints exactly what a real run would write.  The
+writes themselves go through :class:`episteme.wikiwrite.WikiWriter` (one lock, one log entry,
+crash-safe index updates); nothing here reimplements them.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import EpistemeError, NotFoundError, UsageError
+from .sections import SECTION_ID_RE
+from .wikiwrite import (
+    WikiWriter,
+    find_section,
+    raw_sources,
+    resolve_page,
+    validate_body,
+    validate_description,
+    validate_sources,
+    validate_tags,
+    validate_title,
+)
+
+try:  # renamed from read_page (the frontmatter dict of a page, parsed)
+    from .wikiwrite import load_page
+except ImportError:  # pragma: no cover - older wikiwrite
+    from .wikiwrite import read_page as load_page
+
+WRITERS = ("auto", "claude", "extractive")
+SKIPPED_KINDS = frozenset({"references", "front"})  # no wiki text comes from these
+MIN_SECTION_CHARS = 200  # shorter sections (bare parent headings, stubs) are not written
+PAPERS_FOLDER = "papers"
+_LINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
+_LINK_TARGET_OK = re.compile(r"^[\w][\w .,'()&+-]*(?:/[\w][\w .,'()&+-]*)?$")
+
+
+# ------------------------------------------------------------------------------ decisions
+
+
+@dataclass
+class Decision:
+    """One write: create a section (on a new or existing page) or replace an existing one.
+
+    ``paper_section`` is the store id of the paper section it came from (``None`` for pages the
+    writer adds on its own, such as a paper's topic list).  ``page_*`` fields only matter when the
+    write creates the page.
+    """
+
+    action: str  # "create" | "update"
+    page: str
+    title: str
+    description: str
+    body: str
+    sources: list[str]
+    section_id: str | None = None
+    tags: list[str] = field(default_factory=list)
+    page_title: str | None = None
+    page_type: str | None = None
+    page_fields: dict[str, Any] = field(default_factory=dict)
+    paper_section: str | None = None
+    reason: str = ""
+
+    def to_dict(self, *, body: bool = True) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "action": self.action,
+            "page": self.page,
+            "section_id": self.section_id,
+            "title": self.title,
+            "description": self.description,
+            "sources": list(self.sources),
+            "tags": list(self.tags),
+            "paper_section": self.paper_section,
+        }
+        if self.page_title:
+            out["page_title"] = self.page_title
+        if self.page_type:
+            out["page_type"] = self.page_type
+        if self.reason:
+            out["reason"] = self.reason
+        if body:
+            out["body"] = self.body
+        return out
+
+
+@dataclass
+class WritePlan:
+    """Everything a writer decided for one paper, plus what it chose not to write."""
+
+    paper: str
+    writer: str
+    decisions: list[Decision] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "paper": self.paper,
+            "writer": self.writer,
+            "decisions": [d.to_dict() for d in self.decisions],
+            "skipped": list(self.skipped),
+            **({"notes": list(self.notes)} if self.notes else {}),
+        }
+
+
+def link_targets(body: str) -> list[str]:
+    """The page parts of the ``[[target|label]]`` links in ``body``."""
+    out = []
+    for m in _LINK_RE.finditer(body):
+        target = m.group(1).split("|", 1)[0].split("#", 1)[0].strip()
+        out.append(target)
+    return out
+
+
+def check_links(body: str) -> None:
+    """Links must look like page names: no paths out of the wiki, no markup, not absurdly long.
+    (Links to pages that do not exist yet are allowed: that is how a wiki grows.)"""
+    for target in link_targets(body):
+        if not target:
+            continue
+        t = target[:-3] if target.lower().endswith(".md") else target
+        if ".." in t or t.startswith(("/", "~")) or "\\" in t or len(t) > 120 or not _LINK_TARGET_OK.match(t):
+            raise UsageError(f"implausible link target [[{target}]] (use a page slug such as [[multi-head-attention]])")
+
+
+def validate_decision(
+    wiki: str | Path,
+    d: Decision,
+    known_sources: Collection[str] | Callable[[str], bool] | None,
+    *,
+    required_source: str | None = None,
+) -> Decision:
+    """Check one decision against the wiki as it is now and return it normalised (page as a
+    relative ``.md`` path, title/description/body/tags cleaned).  Raises :class:`UsageError` /
+    :class:`NotFoundError` with a message a model (or a person) can act on.
+
+    Checks: action; page path safety (``resolve_page``: no escapes, no hidden or structural
+    files, slug form for new pages); for updates, that the section exists and lives on that
+    page; title, description and body hygiene (no section markers, fences closed); sources
+    known (and including ``required_source``); tags; link plausibility.
+    """
+    if d.action not in ("create", "update"):
+        raise UsageError(f"action must be 'create' or 'update' (got {d.action!r})")
+    rel, path = resolve_page(wiki, d.page)
+    section_id = d.section_id or None
+    if d.action == "update":
+        if not section_id or not SECTION_ID_RE.match(section_id):
+            raise UsageError(f"an update needs the id of an existing section (sec_NNN), got {section_id!r}")
+        try:
+            where, _ = find_section(wiki, section_id)
+        except NotFoundError:
+            raise NotFoundError(f"section {section_id} does not exist; use action 'create' for a new section") from None
+        if where != rel:
+            raise UsageError(f"section {section_id} lives on {where}, not on {rel}")
+    else:
+        section_id = None
+    title = validate_title(d.title)
+    description = validate_description(d.description)
+    body = validate_body(d.body, title)
+    check_links(body)
+    sources = list(d.sources)
+    if required_source and required_source not in sources:
+        sources.insert(0, required_source)
+    sources = validate_sources(sources, known_sources)
+    tags = validate_tags(d.tags)
+    page_title = validate_title(d.page_title, "page title") if d.page_title else None
+    return Decision(
+        action=d.action, page=rel, title=title, description=description, body=body,
+        sources=sources, section_id=section_id, tags=tags, page_title=page_title,
+        page_type=d.page_type, page_fields=dict(d.page_fields), paper_section=d.paper_section,
+        reason=d.reason,
+    )
+
+
+# ------------------------------------------------------------------------------- applying
+
+
+@dataclass
+class WriteReport:
+    """What applying a plan did (the keys ``episteme ingest --write`` adds to its JSON)."""
+
+    pages: list[str] = field(default_factory=list)
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    pages_created: list[str] = field(default_factory=list)
+    recovered: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "wiki_pages_updated": list(self.pages),
+            "new_sections": list(self.created),
+            "updated_sections": list(self.updated),
+            "new_pages": list(self.pages_created),
+            **({"recovered_interrupted_write": True} if self.recovered else {}),
+        }
+
+
+def apply_plan(
+    wiki: str | Path,
+    plan: WritePlan,
+    *,
+    known_sources: Collection[str] | Callable[[str], bool] | None = None,
+    today: _dt.date | None = None,
+) -> WriteReport:
+    """Write every decision of ``plan`` in one :class:`WikiWriter` batch (``log.md`` gets one
+    ``ingest | <paper>`` entry).  Each decision is validated again right before its write."""
+    known = raw_sources(wiki) if known_sources is None else known_sources
+    report = WriteReport()
+    if not plan.decisions:
+        return report
+    with WikiWriter(wiki, op="ingest", subject=plan.paper, known_sources=known, today=today) as w:
+        report.recovered = w.recovered is not None
+        for d in plan.decisions:
+            if d.action == "update":
+                res = w.update_section(
+                    d.page, d.section_id or "", title=d.title, description=d.description,
+                    body=d.body, sources=d.sources, tags=d.tags,
+                )
+            else:
+                res = w.create_section(
+                    d.page, title=d.title, description=d.description, body=d.body,
+                    sources=d.sources, page_title=d.page_title, page_type=d.page_type,
+                    tags=d.tags, page_fields=d.page_fields or None,
+                )
+            if res.page_created and res.page not in report.pages_created:
+                report.pages_created.append(res.page)
+        report.pages = list(w.pages)
+        report.created = list(w.created)
+        report.updated = list(w.updated)
+    return report
+
+
+# --------------------------------------------------------------------------------- inputs
+
+
+@dataclass
+class PaperSection:
+    """A section of an ingested paper, as the writers see it."""
+
+    id: str
+    ord: int
+    number: str | None
+    title: str
+    level: int
+    kind: str
+    page_start: int
+    page_end: int
+    text: str
+
+    @property
+    def label(self) -> str:
+        """``§3.2.2 Multi-Head Attention`` (or just the title when unnumbered)."""
+        return f"§{self.number} {self.title}" if self.number else self.title
+
+    @property
+    def pages_label(self) -> str:
+        return f"p. {self.page_start}" if self.page_start == self.page_end else f"pp. {self.page_start}–{self.page_end}"
+
+
+@dataclass
+class PaperInfo:
+    id: str
+    title: str
+    authors: list[str]
+    sections: list[PaperSection]
+
+    def writable(self) -> tuple[list[PaperSection], list[dict[str, str]]]:
+        """The sections worth writing, and the others with the reason they are skipped."""
+        keep: list[PaperSection] = []
+        skipped: list[dict[str, str]] = []
+        for s in self.sections:
+            if s.kind in SKIPPED_KINDS:
+                skipped.append({"paper_section": s.id, "title": s.title, "reason": f"{s.kind} section"})
+            elif len(s.text.strip()) < MIN_SECTION_CHARS:
+                skipped.append({"paper_section": s.id, "title": s.title,
+                                "reason": f"too short ({len(s.text.strip())} chars)"})
+            else:
+                keep.append(s)
+        return keep, skipped
+
+
+def load_paper(settings, paper_id: str) -> PaperInfo:
+    """A paper's metadata and sections from SQLite (raises :class:`NotFoundError`)."""
+    from .store import open_store
+
+    with open_store(settings, readonly=True) as store:
+        row = store.paper(paper_id)
+        if row is None:
+            known = ", ".join(p["id"] for p in store.papers()) or "none"
+            raise NotFoundError(f"paper {paper_id!r} is not ingested in this wiki (ingested: {known})")
+        sections = [
+            PaperSection(
+                id=s["section_id"], ord=int(s["ord"]), number=s["number"], title=s["title"],
+                level=int(s["level"]), kind=s["kind"], page_start=int(s["page_start"]),
+                page_end=int(s["page_end"]), text=s["section_text"],
+            )
+            for s in store.sections(paper_id)
+        ]
+    title = (row.get("title") or "").strip() or Path(paper_id).stem
+    return PaperInfo(paper_id, " ".join(title.split()), list(row.get("authors") or []), sections)
+
+
+def resolve_paper_id(settings, paper: str) -> str:
+    """``attention.pdf``, ``raw/attention.pdf`` or a path to the PDF → the stored paper id."""
+    from .ingest import paper_id_for
+
+    name = Path(str(paper)).name
+    pid = paper_id_for(name)
+    if not (settings.raw_dir / pid).is_file():
+        raise NotFoundError(f"{pid} is not in {settings.raw_dir} (ingest it first)")
+    return pid
+
+
+class RelatedFinder:
+    """The top related wiki sections for a piece of text: :mod:`episteme.wikisearch`'s
+    embedding index over wiki sections (refreshed once per paper), never the whole index."""
+
+    def __init__(self, settings, embedder=None):
+        from .wikisearch import WikiSectionIndex
+
+        self._index = WikiSectionIndex(settings, embedder=embedder)
+        self.refreshed: dict[str, Any] | None = None
+
+    def refresh(self) -> dict[str, Any]:
+        self.refreshed = self._index.refresh()
+        return self.refreshed
+
+    def search(self, text: str, k: int = 6, exclude_ids: Iterable[str] = ()) -> list[dict[str, Any]]:
+        if self.refreshed is None:
+            self.refresh()
+        return list(self._index.search(text, k=k, exclude_ids=tuple(exclude_ids)))
+
+
+def page_type_of(wiki: str | Path, page: str) -> str | None:
+    """The ``type`` in a page's frontmatter (``None`` if unreadable or absent)."""
+    try:
+        _, _, fm = load_page(wiki, page)
+    except EpistemeError:
+        return None
+    value = fm.get("type")
+    return str(value) if value else None
+
+
+def paper_already_written(wiki: str | Path, paper_id: str) -> bool:
+    """True when some wiki section already cites ``paper_id`` (``index.json``)."""
+    from .wikiindex import read_index_json
+
+    try:
+        return any(paper_id in srcs for srcs in read_index_json(wiki).values())
+    except EpistemeError:
+        return False
+
+
+def choose_writer(requested: str, settings, env: Mapping[str, str] | None = None) -> str:
+    """``auto`` → ``claude`` when an API key is set and we are not inside an agent, else
+    ``extractive``.  ``claude`` without a key is a clear error."""
+    from .llm import inside_agent, llm_mode
+
+    if requested not in WRITERS:
+        raise UsageError(f"--writer must be one of {', '.join(WRITERS)}")
+    if requested == "extractive":
+        return "extractive"
+    has_key = llm_mode(settings) == "claude"
+    if requested == "claude":
+        if not has_key:
+            raise UsageError("--writer claude needs ANTHROPIC_API_KEY (or LLM_API_KEY); "
+                             "use --writer extractive to write offline")
+        return "claude"
+    return "claude" if has_key and not inside_agent(env) else "extractive"
+
+
+def write_paper(
+    settings,
+    paper_id: str,
+    *,
+    writer: str = "auto",
+    dry_run: bool = False,
+    today: _dt.date | None = None,
+    embedder=None,
+    force: bool = False,
+    llm_client=None,
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Plan (and unless ``dry_run``, write) the wiki pages for one ingested paper.
+
+    Returns the writer's part of the ingest JSON: ``writer``, ``wiki_pages_updated``,
+    ``new_sections``, ``updated_sections``, ``new_pages``, ``skipped_sections`` and, for Claude,
+    ``llm_usage``; with ``dry_run``, ``plan`` instead of the write results.
+    """
+    mode = choose_writer(writer, settings, env)
+    wiki = settings.wiki
+    if not force and not dry_run and paper_already_written(wiki, paper_id):
+        return {
+            "writer": mode, "wiki_pages_updated": [], "new_sections": [], "updated_sections": [],
+            "new_pages": [], "write_status": "already-written",
+            "message": f"the wiki already cites {paper_id}; nothing written (use --force-write to write again)",
+        }
+    usage: dict[str, Any] | None = None
+    if mode == "claude":
+        from .writer_claude import plan_with_claude
+
+        plan, usage = plan_with_claude(settings, paper_id, embedder=embedder, client=llm_client)
+    else:
+        from .writer_extractive import plan_extractive
+
+        plan = plan_extractive(settings, paper_id, embedder=embedder, today=today)
+    out: dict[str, Any] = {"writer": mode, "skipped_sections": plan.skipped}
+    if plan.notes:
+        out["notes"] = plan.notes
+    if dry_run:
+        out.update({"dry_run": True, "plan": [d.to_dict() for d in plan.decisions],
+                    "wiki_pages_updated": [], "new_sections": [], "updated_sections": []})
+    else:
+        report = apply_plan(wiki, plan, today=today)
+        out.update(report.to_dict())
+        out["write_status"] = "written"
+    if usage is not None:
+        out["llm_usage"] = usage
+    return out
+
+
+# ------------------------------------------------------------------------- the agent's plan
+
+
+def plan_paper(
+    settings,
+    paper_id: str,
+    *,
+    k: int = 5,
+    text: bool = True,
+    only: str | None = None,
+    embedder=None,
+) -> dict[str, Any]:
+    """What the agent (skill ``wiki-ingest``) reads before writing: for each paper section
+    worth writing, its text and the ``k`` most related existing wiki sections, found by
+    :mod:`episteme.wikisearch` (words and embeddings of the wiki's sections) and by
+    ``index.md`` descriptions that name the section's title.  Writes nothing."""
+    from .fsutil import slugify
+    from .wikiindex import read_index_md
+    from .writer_extractive import clean_title, is_generic, paper_page_for, short_title
+
+    info = load_paper(settings, paper_id)
+    wiki = settings.wiki
+    writable, skipped = info.writable()
+    if only is not None:
+        writable = [s for s in writable if s.id == only or s.number == only]
+        if not writable:
+            raise NotFoundError(f"{paper_id} has no writable section {only!r} (see the full plan)")
+    index = read_index_md(wiki)
+    finder = RelatedFinder(settings, embedder=embedder) if index.entries and writable else None
+    if finder is not None:
+        finder.refresh()
+    paper_page = paper_page_for(wiki, info)
+    sections = []
+    for s in writable:
+        title = clean_title(s.title)
+        related: dict[str, dict[str, Any]] = {}
+        if finder is not None:
+            for r in finder.search(f"{title}. {s.text[:2000]}", k=k):
+                related[r["id"]] = {
+                    "id": r["id"], "page": r["page"], "title": r.get("title", ""),
+                    "description": r.get("description", ""), "sources": list(r.get("sources") or []),
+                    "score": r.get("score"), "similarity": r.get("similarity"), "match": "search",
+                }
+        needle = title.lower()
+        if len(needle) >= 4:
+            for sid, e in index.entries.items():
+                if needle in e.description.lower():
+                    if sid in related:
+                        related[sid]["match"] = "search+index"
+                    elif len(related) < 2 * k:
+                        related[sid] = {"id": sid, "page": e.page, "title": "", "description": e.description,
+                                        "sources": list(e.sources), "score": None, "similarity": None,
+                                        "match": "index"}
+        generic = is_generic(s)
+        item: dict[str, Any] = {
+            "section_id": s.id, "label": s.label, "title": s.title, "kind": s.kind,
+            "pages": s.pages_label, "chars": len(s.text),
+            "suggested_page": paper_page if generic else f"{slugify(title, max_len=60)}.md",
+            "related": list(related.values()),
+        }
+        if text:
+            item["text"] = s.text
+        else:
+            item["preview"] = " ".join(s.text.split())[:300]
+        sections.append(item)
+    return {
+        "paper": paper_id,
+        "title": info.title,
+        "short_title": short_title(info.title),
+        "authors": info.authors,
+        "paper_page": paper_page,
+        "paper_page_exists": (wiki / paper_page).is_file(),
+        "already_written": paper_already_written(wiki, paper_id),
+        "wiki_sections": len(index.entries),
+        "sections": sections,
+        "skipped": skipped,
+    }
