@@ -1,0 +1,87 @@
+#!/usr/bin/env python3
+"""wiki-lint speed against the issue's target: without ``--stores``, the whole ``wiki_lint.py``
+process within 1.5x of ``graph_query.py --mode stats`` on the same wiki.
+
+    .venv/bin/python benchmarks/bench_lint.py [--pages 10000] [--runs 5] [--wiki DIR]
+
+Generates the synthetic wiki with ``../shared/tools/gen_vault.py`` (unless ``--wiki`` is given),
+then times both commands as separate processes, interleaved run by run so that machine noise
+hits both alike, and prints a markdown table of medians (and the real vaults when present).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPTS = REPO / "plugin" / "scripts"
+SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared"))
+
+
+def timed(cmd: list[str]) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    dt = time.perf_counter() - t
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}): {proc.stderr}")
+    return dt
+
+
+def bench(wiki: Path, runs: int) -> dict[str, float]:
+    py = sys.executable
+    cmds = {
+        "graph_query.py --mode stats": [py, str(SCRIPTS / "graph_query.py"), "--wiki", str(wiki), "--mode", "stats"],
+        "wiki_lint.py (text)": [py, str(SCRIPTS / "wiki_lint.py"), "--wiki", str(wiki)],
+        "wiki_lint.py --format json": [py, str(SCRIPTS / "wiki_lint.py"), "--wiki", str(wiki), "--format", "json"],
+    }
+    times: dict[str, list[float]] = {k: [] for k in cmds}
+    for c in cmds.values():  # warm the page cache once
+        timed(c)
+    for _ in range(runs):
+        for k, c in cmds.items():
+            times[k].append(timed(c))
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--pages", type=int, default=10000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--wiki", help="an existing wiki instead of a generated one")
+    args = ap.parse_args()
+    wikis: list[tuple[str, Path]] = []
+    if args.wiki:
+        wikis.append((args.wiki, Path(args.wiki)))
+    else:
+        out = Path(f"/tmp/episteme-bench-v{args.pages}")
+        if not (out / ".gen_truth.json").exists():
+            subprocess.run([sys.executable, str(SHARED / "tools" / "gen_vault.py"), "--pages", str(args.pages),
+                            "--seed", "1", "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+        wikis.append((f"synthetic {args.pages} pages (gen_vault seed 1)", out))
+    for name in ("13th-age-srd", "dendron-site"):
+        v = SHARED / "data" / "vaults" / name
+        if v.is_dir():
+            wikis.append((f"real vault {name}", v))
+    print(f"# wiki-lint speed ({time.strftime('%Y-%m-%d')})\n")
+    print(f"Machine: {os.cpu_count()} cores (nproc), Python {platform.python_version()}, {platform.platform()}.")
+    print(f"Whole processes, median of {args.runs} interleaved runs after one warm-up run each.\n")
+    print("| wiki | graph_query.py --mode stats | wiki_lint.py (text) | wiki_lint.py --format json | lint / stats | target |")
+    print("|---|---:|---:|---:|---:|---|")
+    for label, w in wikis:
+        r = bench(w, args.runs)
+        base = r["graph_query.py --mode stats"]
+        ratio = max(r["wiki_lint.py (text)"], r["wiki_lint.py --format json"]) / base
+        print(f"| {label} | {base:.2f} s | {r['wiki_lint.py (text)']:.2f} s | {r['wiki_lint.py --format json']:.2f} s "
+              f"| {ratio:.2f}x | {'ok' if ratio <= 1.5 else 'MISSED'} (<= 1.5x) |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,586 @@
+"""wiki-lint: every consistency check the wiki needs, and the safe mechanical repairs (``--fix``).
+
+API:
+
+- ``lint_wiki(wiki, *, select=None, disable=(), stores=False, settings=None, today=None,
+  jobs=None) -> LintReport``: run the checks; ``report.findings`` sorted by file, line, rule.
+- ``apply_fixes(wiki, report, *, settings=None) -> list[dict]``: repair what is safe to repair
+  mechanically, under the wiki lock with atomic writes; one dict per change made.
+- ``enabled_rules(schema, select, disable) -> frozenset[str]``: which rules run.
+
+Rule ids, severities and what ``--fix`` does are in :data:`episteme.lint_rules.RULES` (and
+``skills/wiki-lint/references/rules.md``).  Rule selection: SCHEMA.md's ``lint: {disable: [...]}``
+switches rules off for the wiki; ``--disable R`` adds to that; ``--rule R`` runs exactly the
+rules named, whatever SCHEMA.md says (an explicit request wins).  ``lint: {severity: {R: level}}``
+in SCHEMA.md changes a rule's severity.
+
+How it stays fast: pages are read once (:func:`episteme.lint_rules.scan_and_check`, which runs the
+per-page checks while the bytes are in hand, in two processes on big wikis), the link graph is
+built from those pages (:meth:`episteme.graph.WikiGraph.from_pages`), and the indexes are compared
+with the sections found in that same scan.  Without ``--stores`` only the standard library and
+PyYAML are imported; the store checks live in :mod:`episteme.lint_stores`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import heapq
+import os
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import NotFoundError, UsageError
+from .lint_rules import (
+    DEFAULT_DATE_FIELDS,
+    RULES,
+    SEVERITIES,
+    STORE_RULES,
+    Finding,
+    PageResult,
+    PageRules,
+    SectionInfo,
+    finding,
+    normalize_date_text,
+    scan_and_check,
+)
+from .schema import Schema, load_schema
+
+_LINE_IN_MESSAGE = re.compile(r"line (\d+)")
+STRUCTURAL_TARGETS = frozenset({"index", "log", "schema", "index.json"})
+
+
+@dataclass
+class LintReport:
+    wiki: str
+    findings: list[Finding]
+    pages: int
+    enabled: frozenset[str]
+    stores_checked: bool = False
+    sections: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        c = dict.fromkeys(SEVERITIES, 0)
+        for f in self.findings:
+            c[f.severity] = c.get(f.severity, 0) + 1
+        return c
+
+    def summary(self) -> dict[str, Any]:
+        by_rule: dict[str, int] = {}
+        for f in self.findings:
+            by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+        c = self.counts()
+        return {
+            "errors": c["error"],
+            "warnings": c["warning"],
+            "info": c["info"],
+            "pages": self.pages,
+            "sections": self.sections,
+            "rules": dict(sorted(by_rule.items())),
+            "rules_run": len(self.enabled),
+            "stores_checked": self.stores_checked,
+        }
+
+
+# ------------------------------------------------------------------------------ selection
+
+
+def _as_rule_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v for v in re.split(r"[,\s]+", value) if v]
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [str(value)]
+
+
+def parse_rule_args(values: Iterable[str] | None) -> list[str]:
+    """``--rule a,b --rule c`` -> ``[a, b, c]``; unknown ids are a usage error."""
+    out: list[str] = []
+    for v in values or ():
+        for r in _as_rule_list(v):
+            if r not in RULES:
+                raise UsageError(f"unknown rule {r!r} (see skills/wiki-lint/references/rules.md)",
+                                 details={"rules": sorted(RULES)})
+            out.append(r)
+    return out
+
+
+def enabled_rules(schema: Schema, select: Iterable[str] | None = None, disable: Iterable[str] = (),
+                  *, stores: bool = False) -> frozenset[str]:
+    """The rules that run (store rules only with ``stores``)."""
+    if select:
+        on = set(select)
+    else:
+        on = set(RULES)
+        on -= {r for r in _as_rule_list((schema.lint or {}).get("disable")) if r in RULES}
+        on -= set(disable)
+    if not stores:
+        on -= STORE_RULES
+    return frozenset(on)
+
+
+def _schema_findings(schema: Schema) -> list[Finding]:
+    out = []
+    for msg in schema.errors:
+        m = _LINE_IN_MESSAGE.search(msg)
+        out.append(finding("schema-invalid", "SCHEMA.md", int(m[1]) if m else None, msg))
+    lint = schema.lint or {}
+    unknown = [r for r in _as_rule_list(lint.get("disable")) if r not in RULES]
+    if unknown:
+        out.append(finding("schema-invalid", "SCHEMA.md", _schema_line(schema, "disable"),
+                           f"lint.disable names unknown rule(s): {', '.join(unknown)}"))
+    sev = lint.get("severity")
+    if sev is not None and not isinstance(sev, dict):
+        out.append(finding("schema-invalid", "SCHEMA.md", _schema_line(schema, "severity"), "lint.severity is not a mapping"))
+    elif isinstance(sev, dict):
+        for r, level in sev.items():
+            if r not in RULES or level not in SEVERITIES:
+                out.append(finding("schema-invalid", "SCHEMA.md", _schema_line(schema, "severity"),
+                                   f"lint.severity: {r}: {level} (rule ids from the rule list; levels: {', '.join(SEVERITIES)})"))
+    return out
+
+
+def _schema_line(schema: Schema, key: str) -> int | None:
+    if not schema.path:
+        return None
+    try:
+        text = Path(schema.path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    m = re.search(rf"^\s*{re.escape(key)}\s*:", text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+def lint_wiki(
+    wiki: str | os.PathLike,
+    *,
+    select: Iterable[str] | None = None,
+    disable: Iterable[str] = (),
+    stores: bool = False,
+    settings: Any = None,
+    today: _dt.date | None = None,
+    jobs: int | None = None,
+) -> LintReport:
+    """Run every enabled rule over the wiki at ``wiki``."""
+    from .graph import WikiGraph
+
+    root = os.fspath(wiki)
+    if not os.path.isdir(root):
+        raise NotFoundError(f"wiki folder not found: {root}")
+    schema = load_schema(root)
+    enabled = enabled_rules(schema, select, disable, stores=stores)
+    date_fields = (
+        tuple(k for k, s in schema.fields.items() if str(s.get("type", "")).lower() == "date")
+        if schema.fields else DEFAULT_DATE_FIELDS
+    )
+    key_lines: tuple[str, ...] = ("title",)
+    if schema.tiers.enabled:
+        key_lines += (schema.tiers.driving_field, "ingested_at", "updated")
+    rules = PageRules(enabled, dict(schema.fields), bool(schema.fields), date_fields, key_lines)
+    results = scan_and_check(root, rules, jobs=jobs)
+    findings: list[Finding] = []
+    for r in results:
+        findings.extend(r.findings)
+    if "schema-invalid" in enabled:
+        findings.extend(_schema_findings(schema))
+    pages = [r.page for r in results]
+    g = WikiGraph.from_pages(pages, schema, root=root, today=today)
+    findings.extend(_link_findings(g, enabled))
+    findings.extend(_page_findings(g, results, enabled))
+    sections = [(r.page.id, s) for r in results for s in r.sections]
+    findings.extend(check_indexes(root, sections, enabled))
+    if "log-malformed" in enabled:
+        findings.extend(_log_findings(root))
+    report = LintReport(root, findings, len(pages), enabled, stores, len(sections))
+    if stores:
+        from .lint_stores import check_stores
+
+        findings.extend(check_stores(root, settings, enabled, sections))
+    _apply_severity(schema, findings)
+    report.findings = sorted((f for f in findings if f.rule in enabled), key=_sort_key)
+    return report
+
+
+def _sort_key(f: Finding) -> tuple:
+    return (f.file, f.line or 0, f.rule, f.message)
+
+
+def _apply_severity(schema: Schema, findings: list[Finding]) -> None:
+    sev = (schema.lint or {}).get("severity")
+    if not isinstance(sev, dict):
+        return
+    for f in findings:
+        level = sev.get(f.rule)
+        if level in SEVERITIES:
+            f.severity = level
+
+
+# ------------------------------------------------------------------------------ links
+
+
+class _Suggester:
+    """The closest page name to a dangling target.
+
+    ``difflib`` over every name costs tens of milliseconds per target on a 10k-page wiki, so
+    candidates are first narrowed to the dozen names sharing the most words with the target
+    (character trigrams when no word is shared, e.g. a typo inside a one-word name); only
+    those are scored with ``difflib``.  Results are cached per target."""
+
+    _WORD = re.compile(r"[a-z0-9]+")
+
+    def __init__(self, g: Any):
+        self.names: dict[str, int] = {}
+        for i, p in enumerate(g.pages):
+            for name in (p.title, p.stem):
+                self.names.setdefault(name.lower(), i)
+        self.ids = g.ids
+        self._words: dict[str, list[str]] | None = None
+        self._grams: dict[str, list[str]] | None = None
+        self._cache: dict[str, str | None] = {}
+
+    @staticmethod
+    def _trigrams(s: str) -> set[str]:
+        s = f"  {s} "
+        return {s[i : i + 3] for i in range(len(s) - 2)}
+
+    @staticmethod
+    def _count(keys: Iterable[str], index: dict[str, list[str]]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        get = counts.get
+        for k in keys:
+            for name in index.get(k, ()):
+                counts[name] = get(name, 0) + 1
+        return counts
+
+    def suggest(self, target: str) -> str | None:
+        full = target.lower().strip()
+        if full in self._cache:
+            return self._cache[full]
+        import difflib
+
+        key = full.rstrip("/").rsplit("/", 1)[-1]  # folder/name: folders are not names
+        if self._words is None:
+            words: dict[str, list[str]] = {}
+            for name in self.names:
+                for w in set(self._WORD.findall(name)):
+                    words.setdefault(w, []).append(name)
+            self._words = words
+        counts = self._count(set(self._WORD.findall(key)), self._words)
+        if not counts:
+            if self._grams is None:
+                grams: dict[str, list[str]] = {}
+                for name in self.names:
+                    for t in self._trigrams(name):
+                        grams.setdefault(t, []).append(name)
+                self._grams = grams
+            counts = self._count(self._trigrams(key), self._grams)
+        best, best_score = None, 0.6
+        sm = difflib.SequenceMatcher(None)
+        sm.set_seq2(key)  # difflib caches its analysis of the second sequence
+        for name in sorted(heapq.nlargest(10, counts, key=counts.__getitem__)):
+            sm.set_seq1(name)
+            if sm.real_quick_ratio() <= best_score or sm.quick_ratio() <= best_score:
+                continue
+            score = sm.ratio()
+            if score > best_score:
+                best, best_score = name, score
+        out = None if best is None else self.ids[self.names[best]]
+        self._cache[full] = out
+        return out
+
+
+def _is_structural(target: str) -> bool:
+    t = target.strip().lower()
+    while t.startswith("./") or t.startswith("/"):
+        t = t[2:] if t.startswith("./") else t[1:]
+    return t in STRUCTURAL_TARGETS or t.startswith("raw/")
+
+
+def _link_findings(g: Any, on: frozenset[str]) -> list[Finding]:
+    out: list[Finding] = []
+    if on & {"link-dangling", "link-structural"}:
+        sug = _Suggester(g) if "link-dangling" in on else None
+        for d in g.dangling:
+            if _is_structural(d.target):
+                if "link-structural" in on:
+                    out.append(finding("link-structural", d.source, d.line,
+                                       f"[[{d.target}]] points at a structural file, not a page", target=d.target))
+            elif sug is not None:
+                near = sug.suggest(d.target)
+                hint = f"; closest page: {near}" if near else ""
+                out.append(finding("link-dangling", d.source, d.line, f"[[{d.target}]] matches no page{hint}",
+                                   target=d.target, suggestion=near))
+    if "link-ambiguous" in on:
+        seen: set[tuple[str, str]] = set()
+        for a in g.ambiguities:
+            k = (a.source, a.target.lower())
+            if k in seen:
+                continue
+            seen.add(k)
+            out.append(finding("link-ambiguous", a.source, a.line,
+                               f"[[{a.target}]] matches {len(a.candidates)} pages by {a.step} "
+                               f"({', '.join(a.candidates)}); using {a.chosen}",
+                               target=a.target, candidates=list(a.candidates), chosen=a.chosen))
+    return out
+
+
+def _page_findings(g: Any, results: list[PageResult], on: frozenset[str]) -> list[Finding]:
+    from .graph import degrees
+    from .pages import frontmatter_title
+    from .schema import page_date
+
+    out: list[Finding] = []
+    n = len(g.ids)
+    if on & {"page-orphan", "page-leaf"} and n >= 2:
+        _, indeg, outdeg = degrees(g, None)
+        for i in range(n):
+            if indeg[i] == 0 and outdeg[i] == 0 and "page-orphan" in on:
+                out.append(finding("page-orphan", g.ids[i], 1, "no page links here and this page links nowhere"))
+            elif indeg[i] > 0 and outdeg[i] == 0 and "page-leaf" in on:
+                out.append(finding("page-leaf", g.ids[i], 1, f"linked from {indeg[i]} page(s) but links nowhere"))
+    if "title-duplicate" in on:
+        first: dict[str, int] = {}
+        for i, r in enumerate(results):
+            t = frontmatter_title(r.page.props)
+            if t is None:
+                continue
+            j = first.setdefault(t.lower(), i)
+            if j != i:
+                out.append(finding("title-duplicate", r.page.id, r.key_lines.get("title", 1),
+                                   f"title {t!r} is also the title of {results[j].page.id}", other=results[j].page.id))
+    if "page-stale" in on and g.tiers_enabled:
+        tiers = g.schema.tiers
+        for i, r in enumerate(results):
+            tier = g.tiers[i]
+            if tier == "active" or r.page.props.get("tier_override") is not None:
+                continue
+            key, d = None, None
+            for key in (tiers.driving_field, "ingested_at", "updated"):
+                d = page_date(r.page.props.get(key))
+                if d is not None:
+                    break
+            age = (g.today - d).days if d else None
+            out.append(finding("page-stale", r.page.id, r.key_lines.get(key or "", 1),
+                               f"tier {tier}: '{key}' is {d} ({age} days old); review it or pin it with tier_override: pin",
+                               tier=tier))
+    return out
+
+
+# ------------------------------------------------------------------------------ indexes
+
+
+_MD_HEAD = re.compile(r"^##[ \t]+(sec_\d{3,})[ \t]*$", re.M)
+_JSON_KEY = re.compile(r'"(sec_\d{3,})"[ \t]*:')
+
+
+def _line_map(text: str, pattern: re.Pattern) -> tuple[dict[str, int], list[tuple[str, int]]]:
+    first: dict[str, int] = {}
+    repeats: list[tuple[str, int]] = []
+    for m in pattern.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        if m[1] in first:
+            repeats.append((m[1], line))
+        else:
+            first[m[1]] = line
+    return first, repeats
+
+
+def _read(path: str) -> str | None:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read()
+    except FileNotFoundError:
+        return None
+
+
+def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozenset[str]) -> list[Finding]:
+    """Sections found by the scan vs ``index.md`` / ``index.json`` (parsed by
+    :mod:`episteme.wikiindex`, so lint agrees with the writer on both formats)."""
+    from .errors import EpistemeError
+    from .wikiindex import INDEX_JSON, INDEX_MD, IndexEntry, parse_index_json, parse_index_md
+
+    out: list[Finding] = []
+    expected: dict[str, tuple[str, SectionInfo]] = {}
+    for pid, s in sections:
+        prev = expected.get(s.id)
+        if prev is not None:
+            if "section-duplicate-id" in on:
+                out.append(finding("section-duplicate-id", pid, s.line,
+                                   f"{s.id} is also used on {prev[0]} line {prev[1].line}", section=s.id))
+            continue
+        expected[s.id] = (pid, s)
+    md_text = _read(os.path.join(root, INDEX_MD))
+    json_text = _read(os.path.join(root, INDEX_JSON))
+    if not expected and md_text is None and json_text is None:
+        return out  # not an episteme wiki (or an empty one): nothing to compare
+    from .wikiwrite import pending_write
+
+    pending = pending_write(root)
+    if pending is not None and "index-interrupted-write" in on:
+        out.append(finding("index-interrupted-write", ".episteme/pending-write.json", None,
+                           "a write did not finish; index.md / index.json may be stale"))
+    md = parse_index_md(md_text) if md_text is not None else None
+    md_lines, md_repeats = _line_map(md_text or "", _MD_HEAD)
+    if "index-malformed" in on:
+        for sid, line in md_repeats:
+            out.append(finding("index-malformed", INDEX_MD, line, f"{sid} is listed twice in index.md", section=sid))
+    ijson: dict[str, list[str]] | None = None
+    json_lines: dict[str, int] = {}
+    if json_text is not None:
+        try:
+            ijson = parse_index_json(json_text)
+            json_lines, _ = _line_map(json_text, _JSON_KEY)
+        except EpistemeError as e:
+            if "index-malformed" in on:
+                out.append(finding("index-malformed", INDEX_JSON, _first_line_number(e.message), e.message))
+    for sid, (pid, s) in expected.items():
+        want = IndexEntry(sid, " ".join(s.description.split()), pid, list(s.sources))
+        missing = []
+        if md is None or sid not in md.entries:
+            missing.append("index.md" + (" (missing file)" if md is None else ""))
+        elif md.entries[sid] != want and "index-out-of-date" in on:
+            got = md.entries[sid]
+            what = [k for k in ("description", "page", "sources") if getattr(got, k) != getattr(want, k)]
+            out.append(finding("index-out-of-date", INDEX_MD, md_lines.get(sid),
+                               f"{sid}: {', '.join(what)} differ from {pid} line {s.line}", section=sid))
+        if json_text is not None and ijson is None:
+            pass  # unreadable: reported as index-malformed
+        elif ijson is None or sid not in ijson:
+            missing.append("index.json" + (" (missing file)" if ijson is None else ""))
+        elif ijson[sid] != want.sources and "index-out-of-date" in on:
+            out.append(finding("index-out-of-date", INDEX_JSON, json_lines.get(sid),
+                               f"{sid}: index.json has sources {ijson[sid]}, {pid} has {want.sources}", section=sid))
+        if missing and "section-not-in-index" in on:
+            out.append(finding("section-not-in-index", pid, s.line, f"{sid} is not in {' nor '.join(missing)}", section=sid))
+    if md is not None and "index-stale-entry" in on:
+        for sid in md.entries:
+            if sid not in expected:
+                out.append(finding("index-stale-entry", INDEX_MD, md_lines.get(sid), f"{sid} is listed but no page has it",
+                                   section=sid))
+    if ijson is not None and "index-json-unknown-section" in on:
+        for sid in ijson:
+            if sid not in expected:
+                out.append(finding("index-json-unknown-section", INDEX_JSON, json_lines.get(sid),
+                                   f"{sid} is listed but no page has it", section=sid))
+    return out
+
+
+def _first_line_number(message: str) -> int | None:
+    m = re.search(r"line (\d+)", message)
+    return int(m[1]) if m else None
+
+
+def _log_findings(root: str) -> list[Finding]:
+    from .wikiindex import LOG_MD, parse_log
+
+    text = _read(os.path.join(root, LOG_MD))
+    if text is None:
+        return []
+    _, problems = parse_log(text)
+    out = []
+    for p in problems:
+        m = _LINE_IN_MESSAGE.search(p)
+        msg = p.split(": ", 1)[1] if ": " in p else p
+        out.append(finding("log-malformed", LOG_MD, int(m[1]) if m else None, msg))
+    return out
+
+
+# ------------------------------------------------------------------------------ fixes
+
+INDEX_FIX_RULES = frozenset({"section-not-in-index", "index-stale-entry", "index-json-unknown-section",
+                             "index-out-of-date", "index-malformed", "index-interrupted-write"})
+
+
+def apply_fixes(wiki: str | os.PathLike, report: LintReport, *, settings: Any = None) -> list[dict[str, Any]]:
+    """Apply the safe repairs for ``report``'s findings; returns one record per change.
+
+    Safe means mechanical and loss-free: the indexes are regenerated from the pages (they are
+    derived data), a date line of a page's frontmatter is rewritten in place (nothing else in
+    the file changes, byte for byte), missing passage vectors are embedded again.  Nothing is
+    deleted from a page.  Everything happens under the wiki lock with atomic writes."""
+    from .fsutil import wiki_lock
+
+    root = os.fspath(wiki)
+    fixes: list[dict[str, Any]] = []
+    with wiki_lock(root):
+        dates = [f for f in report.findings if f.rule == "fm-date" and f.data and f.data.get("fix_to")]
+        fixes.extend(_fix_dates(root, dates))
+        if any(f.rule in INDEX_FIX_RULES for f in report.findings):
+            fixes.extend(_fix_indexes(root))
+        vec = [f for f in report.findings if f.rule == "store-vector-count" and f.data and f.data.get("_missing_ids")]
+        if vec:
+            from .lint_stores import fix_vectors
+
+            fixes.extend(fix_vectors(root, settings, vec))
+    return fixes
+
+
+def _fix_indexes(root: str) -> list[dict[str, Any]]:
+    from .wikiwrite import rebuild_indexes
+
+    res = rebuild_indexes(root)
+    out = []
+    for sid in res["added"]:
+        out.append({"fix": "index-add", "file": "index.md, index.json", "section": sid,
+                    "message": f"added {sid} to the indexes"})
+    for sid in res["removed"]:
+        out.append({"fix": "index-drop", "file": "index.md, index.json", "section": sid,
+                    "message": f"dropped {sid} (no page has it)"})
+    for sid in res["updated"]:
+        out.append({"fix": "index-update", "file": "index.md, index.json", "section": sid,
+                    "message": f"regenerated the entry of {sid} from its page"})
+    if res["index_json_was_invalid"]:
+        out.append({"fix": "index-rewrite", "file": "index.json", "message": "rewrote the unreadable index.json"})
+    if res["interrupted_write"]:
+        out.append({"fix": "interrupted-write", "file": ".episteme/pending-write.json",
+                    "message": "cleared the interrupted-write marker after regenerating the indexes"})
+    if not out and (res["index_json_changed"] or res["index_md_changed"]):
+        changed = [n for n, c in (("index.md", res["index_md_changed"]), ("index.json", res["index_json_changed"])) if c]
+        out.append({"fix": "index-rewrite", "file": ", ".join(changed), "message": "regenerated from the pages"})
+    return out
+
+
+_VALUE_LINE = re.compile(rb"^(?P<key>[^\s#:][^:\r\n]*?)(?P<sep>[ \t]*:[ \t]*)(?P<value>.*?)(?P<tail>[ \t]+#.*)?(?P<eol>\r?)$")
+
+
+def _fix_dates(root: str, items: list[Finding]) -> list[dict[str, Any]]:
+    """Rewrite each flagged date in place: only the value of that one line changes."""
+    from .fsutil import atomic_write_bytes
+
+    by_file: dict[str, list[Finding]] = {}
+    for f in items:
+        by_file.setdefault(f.file, []).append(f)
+    out = []
+    for rel, fs in sorted(by_file.items()):
+        path = os.path.join(root, rel)
+        with open(path, "rb") as fh:
+            data = fh.read()
+        lines = data.split(b"\n")
+        changed = False
+        for f in fs:
+            i = (f.line or 0) - 1
+            if not 0 < i < len(lines):
+                continue
+            m = _VALUE_LINE.match(lines[i])
+            want_key = str(f.data.get("field", "")).encode("utf-8") if f.data else b""
+            if not m or m["key"].strip() != want_key:
+                continue
+            old = m["value"].decode("utf-8", "replace")
+            new = normalize_date_text(old)
+            if new is None or new != f.data.get("fix_to"):
+                continue  # the file changed since the scan, or the value spans lines
+            lines[i] = m["key"] + m["sep"] + new.encode() + (m["tail"] or b"") + m["eol"]
+            changed = True
+            out.append({"fix": "date", "file": rel, "line": f.line, "field": f.data.get("field"),
+                        "message": f"{f.data.get('field')}: {old.strip()} -> {new}"})
+        if changed:
+            atomic_write_bytes(path, b"\n".join(lines))
+    return out

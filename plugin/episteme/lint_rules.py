@@ -1,0 +1,448 @@
+"""wiki-lint, part 1: the rule registry and the checks that need one page at a time.
+
+Why split this way: a lint run must read every page exactly once (it is the hot path, the
+same cost as a graph query).  The per-page checks below therefore run inside the scan, right
+after :func:`episteme.pages.parse_page` and while the file's bytes are still in hand (in the
+scan's worker processes on big wikis); only what the cross-page rules need (the
+:class:`~episteme.pages.Page`, its sections, a few key lines) travels back to the caller.
+
+Standard library + PyYAML only.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+from .pages import Page, parse_page
+from .schema import TIERS
+
+SEVERITIES = ("error", "warning", "info")
+
+
+class Rule(NamedTuple):
+    severity: str
+    summary: str
+    fix: str | None = None  # what ``--fix`` does about it, when it does anything
+
+
+#: Every rule id with its default severity.  Ids are stable: CI configs and SCHEMA.md name them.
+RULES: dict[str, Rule] = {
+    # links and pages
+    "link-dangling": Rule("error", "a [[link]] resolves to no page (closest page suggested)"),
+    "link-ambiguous": Rule("warning", "a [[link]] matches several pages; a tie-break chose one"),
+    "link-structural": Rule("warning", "a [[link]] points at index.md, log.md, SCHEMA.md or raw/"),
+    "page-orphan": Rule("error", "a page with no links in and no links out"),
+    "page-leaf": Rule("info", "a page with links in but none out (a dead end)"),
+    "page-stale": Rule("info", "a page whose memory tier (SCHEMA.md memory_tiers) is archived or frozen"),
+    "title-duplicate": Rule("warning", "two pages share a frontmatter title"),
+    # frontmatter
+    "fm-yaml": Rule("error", "frontmatter is not valid YAML or not a mapping"),
+    "fm-missing-required": Rule("error", "a field SCHEMA.md marks required is missing or empty"),
+    "fm-unknown-field": Rule("warning", "a field SCHEMA.md does not define"),
+    "fm-type": Rule("error", "a field's value has the wrong type for SCHEMA.md"),
+    "fm-value": Rule("error", "a field's value is not one of the values SCHEMA.md allows"),
+    "fm-date": Rule("error", "a date field that is not a YYYY-MM-DD date",
+                    "rewrites an unambiguous date (2025/3/1, '2025-03-01', 1 March 2025) as YYYY-MM-DD on that line only"),
+    "fm-tier-override": Rule("error", "tier_override is not pin, active, archived or frozen"),
+    "schema-invalid": Rule("error", "SCHEMA.md has an unreadable yaml block or setting"),
+    # sections and indexes
+    "section-marker-invalid": Rule("error", "a <!-- section ... --> marker line that does not parse"),
+    "section-duplicate-id": Rule("error", "a section id used twice"),
+    "section-not-in-index": Rule("error", "a section missing from index.md and/or index.json",
+                                 "regenerates index.md and index.json from the pages"),
+    "index-stale-entry": Rule("error", "an index.md entry for a section no page has",
+                              "drops the entry (regenerates index.md from the pages)"),
+    "index-json-unknown-section": Rule("error", "an index.json key for a section no page has",
+                                       "drops the key (regenerates index.json from the pages)"),
+    "index-out-of-date": Rule("error", "an index entry's description, page or sources differ from the page",
+                              "regenerates the entry from the page"),
+    "index-malformed": Rule("error", "index.json is not valid JSON, or index.md lists a section twice",
+                            "regenerates both indexes from the pages"),
+    "index-interrupted-write": Rule("warning", "a write did not finish (.episteme/pending-write.json)",
+                                    "regenerates both indexes and clears the marker"),
+    "section-no-sources": Rule("error", "a section whose marker lists no source papers"),
+    "section-empty": Rule("warning", "a section with a heading but no body"),
+    "log-malformed": Rule("warning", "a log.md entry heading not of the form ## [YYYY-MM-DD] op | subject"),
+    # stores (--stores)
+    "store-unavailable": Rule("error", "the SQLite store or Chroma cannot be opened"),
+    "store-raw-missing": Rule("error", "a paper in SQLite whose raw/ file is gone"),
+    "store-row-missing": Rule("error", "a raw/ file that SQLite does not know (not ingested)"),
+    "store-sha-mismatch": Rule("error", "a raw/ file whose sha256 differs from the one ingested"),
+    "store-vector-count": Rule("error", "a paper whose passage vectors in Chroma do not match SQLite",
+                               "embeds and adds the passages that have no vector"),
+    "store-model-mismatch": Rule("error", "vectors or papers recorded with another embedding model than configured"),
+    "store-unknown-source": Rule("error", "an index.json source that is not a paper in SQLite"),
+}
+
+STORE_RULES = frozenset(r for r in RULES if r.startswith("store-"))
+TIER_VALUES = ("pin", *TIERS)
+#: Date fields checked when the wiki has no SCHEMA.md field definitions.
+DEFAULT_DATE_FIELDS = ("created", "updated", "ingested_at", "published_at")
+
+
+@dataclass(slots=True)
+class Finding:
+    """One problem.  ``file`` is relative to the wiki root (POSIX); ``line`` is 1-based, or
+    ``None`` for files without lines (a PDF, a database).  ``data`` carries rule-specific
+    details (a suggestion, what a fix would write)."""
+
+    rule: str
+    severity: str
+    file: str
+    line: int | None
+    message: str
+    data: dict[str, Any] | None = None
+
+    @property
+    def fixable(self) -> bool:
+        """Whether ``--fix`` repairs this finding (a rule may fix only some of its cases)."""
+        rule = RULES.get(self.rule)
+        if rule is None or rule.fix is None:
+            return False
+        if self.rule == "fm-date":
+            return bool(self.data and self.data.get("fix_to"))
+        if self.rule == "store-vector-count":
+            return bool(self.data and self.data.get("_missing_ids"))
+        return True
+
+    def to_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "rule": self.rule,
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "message": self.message,
+            "fixable": self.fixable,
+        }
+        if self.data:
+            d.update({k: v for k, v in self.data.items() if not k.startswith("_")})
+        return d
+
+
+def finding(rule: str, file: str, line: int | None, message: str, **data: Any) -> Finding:
+    return Finding(rule, RULES[rule].severity, file, line, message, data or None)
+
+
+# ----------------------------------------------------------------------------------- dates
+
+_MONTHS = {m: i for i, m in enumerate(
+    ["january", "february", "march", "april", "may", "june", "july", "august", "september",
+     "october", "november", "december"], 1)}
+_MONTHS.update({k[:3]: v for k, v in list(_MONTHS.items())})
+_MONTHS["sept"] = 9
+_YMD = re.compile(r"(\d{4})([-/.])(\d{1,2})\2(\d{1,2})\Z")
+_DMY_NAME = re.compile(r"(\d{1,2})(?:st|nd|rd|th)?\s+([A-Za-z]+)\.?,?\s+(\d{4})\Z")
+_MDY_NAME = re.compile(r"([A-Za-z]+)\.?\s+(\d{1,2})(?:st|nd|rd|th)?,?\s+(\d{4})\Z")
+
+
+def normalize_date_text(text: str) -> str | None:
+    """``YYYY-MM-DD`` for a date written in an unambiguous other way, else ``None``.
+
+    Accepted: ``2025-3-1``, ``2025/03/01``, ``2025.03.01``, ``1 March 2025``,
+    ``March 1, 2025`` (month names or three-letter abbreviations), each optionally quoted.
+    Never guessed: ``01/03/2025`` (day-first or month-first?) and anything with a time."""
+    s = text.strip()
+    if len(s) >= 2 and s[0] == s[-1] and s[0] in "'\"":
+        s = s[1:-1].strip()
+    y = mo = d = None
+    m = _YMD.match(s)
+    if m:
+        y, mo, d = int(m[1]), int(m[3]), int(m[4])
+    else:
+        m = _DMY_NAME.match(s)
+        if m and m[2].lower() in _MONTHS:
+            y, mo, d = int(m[3]), _MONTHS[m[2].lower()], int(m[1])
+        else:
+            m = _MDY_NAME.match(s)
+            if m and m[1].lower() in _MONTHS:
+                y, mo, d = int(m[3]), _MONTHS[m[1].lower()], int(m[2])
+    if y is None:
+        return None
+    try:
+        return _dt.date(y, mo, d).isoformat()
+    except ValueError:
+        return None
+
+
+def _readable_date(value: Any) -> bool:
+    from .schema import page_date
+
+    return page_date(value) is not None
+
+
+# ------------------------------------------------------------------------ per-page context
+
+
+@dataclass
+class PageRules:
+    """What the per-page checks need to know (picklable: it travels to scan workers)."""
+
+    enabled: frozenset[str]
+    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    has_fields: bool = False
+    date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS
+    key_lines: tuple[str, ...] = ("title",)  # keys whose line the cross-page rules may cite
+
+
+@dataclass(slots=True)
+class SectionInfo:
+    id: str
+    line: int
+    description: str
+    sources: list[str]
+
+
+@dataclass(slots=True)
+class PageResult:
+    page: Page
+    sections: list[SectionInfo]
+    findings: list[Finding]
+    key_lines: dict[str, int]
+
+
+_KEY_RE = re.compile(rb"^([^\s#:'\"\-][^:\n]*?)[ \t]*:(?:[ \t]|$)", re.M)
+
+
+def frontmatter_key_lines(data: bytes) -> dict[str, int]:
+    """Top-level frontmatter keys -> 1-based file line (first occurrence)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.startswith(b"---"):
+        return {}
+    end = re.compile(rb"^---[ \t\r]*$", re.M).search(data, 3)
+    block_end = end.start() if end else len(data)
+    out: dict[str, int] = {}
+    for m in _KEY_RE.finditer(data, 0, block_end):
+        if m.start() == 0:
+            continue  # the opening fence line
+        key = m[1].decode("utf-8", "replace").strip()
+        out.setdefault(key, data.count(b"\n", 0, m.start()) + 1)
+    return out
+
+
+_TYPE_CHECKS = {
+    "string": lambda v: not isinstance(v, (list, dict)),
+    "str": lambda v: not isinstance(v, (list, dict)),
+    "text": lambda v: not isinstance(v, (list, dict)),
+    "list": lambda v: isinstance(v, list),
+    "array": lambda v: isinstance(v, list),
+    "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "float": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+    "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    "bool": lambda v: isinstance(v, bool),
+    "boolean": lambda v: isinstance(v, bool),
+}
+
+
+def _type_name(v: Any) -> str:
+    if isinstance(v, bool):
+        return "boolean"
+    if isinstance(v, _dt.date):
+        return "date"
+    return {int: "number", float: "number", str: "string", list: "list", dict: "mapping"}.get(type(v), type(v).__name__)
+
+
+def check_frontmatter(page: Page, rules: PageRules, lines: Any) -> list[Finding]:
+    """fm-* rules for one page (``lines.get(key, default)`` = the key's line, see
+    :func:`frontmatter_key_lines`)."""
+    out: list[Finding] = []
+    on = rules.enabled
+    pid = page.id
+    if page.fm_error:
+        if "fm-yaml" in on:
+            out.append(finding("fm-yaml", pid, page.fm_error_line or 1, page.fm_error))
+        return out  # the properties are unknown: checking them would only add noise
+    props = page.props
+
+    def at(key: str) -> int:
+        return lines.get(key, 1)
+
+    if rules.has_fields:
+        for name, spec in rules.fields.items():
+            if spec.get("required") is True and "fm-missing-required" in on:
+                v = props.get(name)
+                if v is None or (isinstance(v, (str, list, dict)) and not v):
+                    what = "is empty" if name in props else "is missing"
+                    out.append(finding("fm-missing-required", pid, at(name) if name in props else 1,
+                                       f"required field '{name}' {what}", field=name))
+        if "fm-unknown-field" in on:
+            for key in props:
+                if key not in rules.fields:
+                    out.append(finding("fm-unknown-field", pid, at(str(key)),
+                                       f"field '{key}' is not defined in SCHEMA.md", field=str(key)))
+        for key, v in props.items():
+            spec = rules.fields.get(key)
+            if spec is None or v is None or key == "tier_override":
+                continue
+            typ = str(spec.get("type", "")).strip().lower()
+            if typ == "date":
+                continue  # fm-date owns date fields
+            check = _TYPE_CHECKS.get(typ)
+            if check is not None and "fm-type" in on and not check(v):
+                out.append(finding("fm-type", pid, at(key), f"'{key}' should be a {typ}, not a {_type_name(v)}",
+                                   field=key, expected=typ))
+                continue
+            allowed = spec.get("values")
+            if isinstance(allowed, list) and allowed and "fm-value" in on:
+                items = v if isinstance(v, list) else [v]
+                allowed_s = {str(a) for a in allowed}
+                bad = [str(x) for x in items if str(x) not in allowed_s]
+                if bad:
+                    out.append(finding("fm-value", pid, at(key),
+                                       f"'{key}' has {', '.join(repr(b) for b in bad)}; allowed: {', '.join(map(str, allowed))}",
+                                       field=key))
+    if "fm-date" in on:
+        for key in rules.date_fields:
+            if key in props:
+                f = _check_date(pid, key, props[key], at(key), strict=rules.has_fields)
+                if f is not None:
+                    out.append(f)
+    if "fm-tier-override" in on and "tier_override" in props:
+        v = props["tier_override"]
+        if v is not None and (not isinstance(v, str) or v.strip().lower() not in TIER_VALUES):
+            out.append(finding("fm-tier-override", pid, at("tier_override"),
+                               f"tier_override is {v!r}; use one of: {', '.join(TIER_VALUES)}"))
+    return out
+
+
+def _check_date(pid: str, key: str, v: Any, line: int, *, strict: bool) -> Finding | None:
+    """``strict`` (the schema declares the field a date): only real YAML dates pass; without a
+    schema, anything :func:`episteme.schema.page_date` reads (epoch numbers, datetime text)
+    passes and only unreadable or oddly written dates are reported."""
+    if v is None or isinstance(v, _dt.date):
+        return None
+    if isinstance(v, str):
+        fixed = normalize_date_text(v)
+        if fixed is not None:
+            if not strict and fixed == v.strip():
+                return None
+            return finding("fm-date", pid, line, f"'{key}: {v}' is not written as YYYY-MM-DD (--fix writes {fixed})",
+                           field=key, fix_to=fixed)
+        if not strict and _readable_date(v):
+            return None
+        return finding("fm-date", pid, line, f"'{key}: {v}' is not a date (write YYYY-MM-DD)", field=key)
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if not strict and _readable_date(v):
+            return None
+        return finding("fm-date", pid, line, f"'{key}: {v}' is a number, not a date (write YYYY-MM-DD)", field=key)
+    return finding("fm-date", pid, line, f"'{key}' is a {_type_name(v)}, not a date", field=key)
+
+
+def check_sections(page_id: str, data: bytes, enabled: frozenset[str]) -> tuple[list[SectionInfo], list[Finding]]:
+    """Parse the section markers of one page (only pages that contain one pay for this)."""
+    from .sections import SectionFormatError
+    from .sections import parse_page as parse_sections
+
+    text = data.decode("utf-8", "replace")
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    out: list[Finding] = []
+    try:
+        parsed = parse_sections(text, strict=True)
+    except SectionFormatError as e:
+        if "section-marker-invalid" in enabled:
+            out.append(finding("section-marker-invalid", page_id, e.line, f"broken section marker: {str(e).split(': ', 1)[-1]}"))
+        parsed = parse_sections(text, strict=False)
+    infos = []
+    for s in parsed.sections:
+        infos.append(SectionInfo(s.id, s.line, s.description, list(s.sources)))
+        if not s.sources and "section-no-sources" in enabled:
+            out.append(finding("section-no-sources", page_id, s.line, f"{s.id} lists no source papers", section=s.id))
+        if not s.body.strip() and "section-empty" in enabled:
+            out.append(finding("section-empty", page_id, s.line, f"{s.id} ({s.title or 'untitled'}) has no body", section=s.id))
+    return infos, out
+
+
+_FM_RULES = frozenset({"fm-yaml", "fm-missing-required", "fm-unknown-field", "fm-type", "fm-value", "fm-date",
+                       "fm-tier-override"})
+
+
+class _KeyLines:
+    """Frontmatter key -> line, computed only when a finding needs a line (most pages have none)."""
+
+    __slots__ = ("data", "_map")
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self._map: dict[str, int] | None = None
+
+    def get(self, key: str, default: int = 1) -> int:
+        if self._map is None:
+            self._map = frontmatter_key_lines(self.data)
+        return self._map.get(key, default)
+
+    def __contains__(self, key: str) -> bool:
+        if self._map is None:
+            self._map = frontmatter_key_lines(self.data)
+        return key in self._map
+
+
+def _quick_key_line(data: bytes, key: str) -> int | None:
+    """Line of ``key:`` at the start of a frontmatter line (cheap: one bounded ``find``)."""
+    end = data.find(b"\n---", 3)
+    pos = data.find(b"\n" + key.encode("utf-8") + b":", 0, end if end > 0 else len(data))
+    return None if pos < 0 else data.count(b"\n", 0, pos) + 2
+
+
+def lint_page(root: str, page_id: str, rules: PageRules) -> PageResult:
+    """Read one page once and run every per-page check on it."""
+    path = os.path.join(root, page_id)
+    try:
+        with open(path, "rb") as f:
+            data = f.read()
+    except OSError as e:
+        page = Page(page_id, path, {}, [], f"unreadable: {e.strerror}", None)
+        return PageResult(page, [], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")], {})
+    page = parse_page(page_id, path, data)
+    findings: list[Finding] = []
+    keep: dict[str, int] = {}
+    if page.has_frontmatter:
+        if data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        if rules.enabled & _FM_RULES:
+            findings = check_frontmatter(page, rules, _KeyLines(data))
+        props = page.props
+        for k in rules.key_lines:
+            if k in props:
+                line = _quick_key_line(data, k)
+                if line is not None:
+                    keep[k] = line
+    sections: list[SectionInfo] = []
+    if b"<!-- section" in data:
+        sections, more = check_sections(page_id, data, rules.enabled)
+        findings.extend(more)
+    return PageResult(page, sections, findings, keep)
+
+
+def _lint_chunk(args: tuple[str, list[str], PageRules]) -> list[PageResult]:
+    root, ids, rules = args
+    return [lint_page(root, pid, rules) for pid in ids]
+
+
+def scan_and_check(root: str, rules: PageRules, *, jobs: int | None = None) -> list[PageResult]:
+    """Every page, read once, parsed and checked; sorted by id.  Same page list and the same
+    process split as :func:`episteme.pages.scan_wiki`."""
+    from .pages import PARALLEL_MIN_PAGES, iter_page_files
+
+    ids = iter_page_files(root)
+    if jobs is None:
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        jobs = min(cpus, max(1, len(ids) // PARALLEL_MIN_PAGES))
+    if jobs <= 1 or len(ids) < 2:
+        return _lint_chunk((root, ids, rules))
+    import multiprocessing as mp
+
+    chunks = [(root, ids[i::jobs], rules) for i in range(jobs)]
+    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+    with ctx.Pool(jobs) as pool:
+        pending = pool.map_async(_lint_chunk, chunks[1:])
+        first = _lint_chunk(chunks[0])
+        parts = pending.get()
+    merged = first + [r for part in parts for r in part]
+    merged.sort(key=lambda r: r.page.id)
+    return merged

@@ -1,0 +1,19 @@
+#!/usr/bin/env python3
+"""Check the wiki: links, frontmatter vs SCHEMA.md, sections vs index.md/index.json, log.md,
+memory tiers, and with ``--stores`` raw/ + SQLite + Chroma.  ``--fix`` applies the safe
+repairs.  ``--help`` lists the options; the logic is in ``episteme.commands.lint`` (the same as
+``episteme lint``)."""
+
+import sys
+
+import _bootstrap
+
+if "--stores" in sys.argv[1:]:
+    _bootstrap.require("yaml", "chromadb", "onnxruntime", "tokenizers")
+else:
+    _bootstrap.require("yaml")
+
+from episteme.commands.lint import main  # noqa: E402
+
+if __name__ == "__main__":
+    sys.exit(main())
