@@ -28,7 +28,6 @@ never imports SQLite or the stores.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import datetime as _dt
 import json
@@ -64,8 +63,8 @@ from .wikiindex import (
     append_log,
     index_json_row,
     join_index_json,
-    join_index_md,
     make_log_entry,
+    parse_index_json,
     parse_index_md,
     read_index_json,
     read_index_md,
@@ -456,12 +455,18 @@ def next_section_id(wiki: str | os.PathLike) -> str:
         return format_section_id(_allocation_floor(wiki, read_index_json(wiki), read_index_md(wiki)) + 1)
 
 
-def _allocation_floor(wiki: str | os.PathLike, index_json: Mapping[str, Any], index_md: IndexMd) -> int:
+def _seq_floor(wiki: str | os.PathLike) -> int:
+    """The id high-water mark; when missing (first write here, or ``.episteme`` was deleted)
+    it is learnt from the pages."""
     seq = _read_seq(wiki)
-    if seq is None:  # first write here, or .episteme was deleted: learn the max from the pages
+    if seq is None:
         seq = scan_sections(wiki).max_number
         _write_seq(wiki, seq)
-    return max(seq, _max_number(index_json), _max_number(index_md.entries))
+    return seq
+
+
+def _allocation_floor(wiki: str | os.PathLike, index_json: Mapping[str, Any], index_md: IndexMd) -> int:
+    return max(_seq_floor(wiki), _max_number(index_json), _max_number(index_md.entries))
 
 
 def pending_write(wiki: str | os.PathLike) -> dict | None:
@@ -695,7 +700,7 @@ class WikiWriter:
         self.pages: list[str] = []
         self.recovered: dict | None = None
         self._lock = None
-        self._index: _IndexState | None = None
+        self._index: _IndexFiles | None = None
         self._floor: int | None = None  # highest section number known taken (lock held)
         self._dirty = False
 
@@ -741,16 +746,15 @@ class WikiWriter:
         if self._lock is None:
             raise RuntimeError("use WikiWriter as a context manager (with WikiWriter(...) as w:)")
 
-    def _indexes(self) -> _IndexState:
+    def _indexes(self) -> _IndexFiles:
         """Both indexes, read once per batch (the lock is held, nobody else changes them)."""
         if self._index is None:
             try:
-                ijson = read_index_json(self.wiki)
-            except EpistemeError:  # unreadable by hand edits: rederive it from the pages
+                self._index = _IndexFiles(self.wiki)
+            except (EpistemeError, ValueError):  # garbled by hand: rederive it from the pages
                 rebuild_indexes(self.wiki)
                 self._mark_pending()  # the rebuild cleared it; this batch is still in progress
-                ijson = read_index_json(self.wiki)
-            self._index = _IndexState(ijson, read_index_md(self.wiki))
+                self._index = _IndexFiles(self.wiki)
         return self._index
 
     # -- public operations -----------------------------------------------------------------
@@ -792,8 +796,7 @@ class WikiWriter:
             raise UsageError("section heading level must be 1..6")
         text, parsed, fm, page_created = self._load_or_new(rel, path, page_title, page_type, tag_list, srcs, page_fields)
         if self._floor is None:
-            idx = self._indexes()
-            self._floor = _allocation_floor(self.wiki, idx.json, idx.md)
+            self._floor = max(_seq_floor(self.wiki), self._indexes().max_number())
         sid = format_section_id(max(self._floor, _max_number(s.id for s in parsed.sections)) + 1)
         sec = WikiSection(id=sid, title=title, level=level, description=description, sources=srcs, body=body)
         if after and parsed.get(after) is None:
@@ -976,59 +979,109 @@ class WikiWriter:
             self.pages.append(rel)
 
 
-class _Rows:
-    """One index file's entries kept rendered and in numeric id order, so a write re-renders
-    only the entry it changed (a 10,000-section index stays cheap to rewrite)."""
-
-    def __init__(self, rows: dict[str, str]):
-        self.rows = rows
-        self.ids = sorted(rows, key=section_sort_key)
-        self.keys = [section_sort_key(sid) for sid in self.ids]
-
-    def set(self, sid: str, row: str) -> None:
-        if sid not in self.rows:
-            key = section_sort_key(sid)
-            i = bisect.bisect(self.keys, key)
-            self.ids.insert(i, sid)
-            self.keys.insert(i, key)
-        self.rows[sid] = row
-
-    def delete(self, sid: str) -> None:
-        if self.rows.pop(sid, None) is not None:
-            i = self.ids.index(sid)
-            del self.ids[i], self.keys[i]
-
-    def ordered(self) -> list[str]:
-        return [self.rows[sid] for sid in self.ids]
+_JSON_ID_RE = re.compile(r'^  "(sec_\d{3,})": ', re.M)
+_MD_ID_RE = re.compile(r"^## (sec_\d{3,})[ \t]*$", re.M)
 
 
-class _IndexState:
-    """``index.json`` and ``index.md`` in memory during a batch (same bytes as wikiindex's
-    renderers, so a later rebuild finds nothing to change)."""
+class _IndexFiles:
+    """``index.json`` and ``index.md`` as text during a batch, changed entry by entry.
 
-    def __init__(self, ijson: dict[str, list[str]], imd: IndexMd):
-        self.json = ijson
-        self.md = imd
-        self._json_rows = _Rows({sid: index_json_row(sid, src) for sid, src in ijson.items()})
-        self._md_rows = _Rows({sid: e.render() for sid, e in imd.entries.items()})
+    A write splices one entry into each file (replace its line/block, or append a new id after
+    the last one) instead of parsing and re-rendering thousands of entries, so writes stay fast
+    on big wikis.  The result is byte-identical to ``wikiindex``'s full renderers for files in
+    their canonical form; for anything else (a hand-edited index) it falls back to one full
+    parse and canonical re-render, after which splicing resumes.
+    """
+
+    def __init__(self, wiki: Path):
+        self.wiki = wiki
+        text = _read_text(wiki / INDEX_JSON) or ""
+        self.json_text = text if text.strip() else "{}\n"
+        if not isinstance(json.loads(self.json_text), dict):  # garbled: the caller rebuilds it
+            raise EpistemeError("index.json is not a JSON object")
+        md = _read_text(wiki / INDEX_MD)
+        self.md_text = md if md is not None else IndexMd().render()
+
+    def max_number(self) -> int:
+        ids = _JSON_ID_RE.findall(self.json_text) + _MD_ID_RE.findall(self.md_text)
+        if not ids and self.json_text.strip() != "{}":  # not our layout: read it properly
+            return _max_number(parse_index_json(self.json_text))
+        return _max_number(ids)
+
+    # -- index.json --------------------------------------------------------------------------
+
+    def _json_full(self, change) -> None:
+        mapping = parse_index_json(self.json_text)
+        change(mapping)
+        self.json_text = render_index_json(mapping)
+
+    def _json_set(self, sid: str, sources: list[str]) -> None:
+        row, text = index_json_row(sid, sources), self.json_text
+        pos = text.find(f'\n  "{sid}": ')
+        if pos >= 0:
+            eol = text.find("\n", pos + 1)
+            comma = "," if text[pos + 1 : eol].endswith(",") else ""
+            self.json_text = text[: pos + 1] + row + comma + text[eol:]
+            return
+        if text == "{}\n":
+            self.json_text = join_index_json([row])
+            return
+        if text.endswith("\n}\n"):
+            last = _JSON_ID_RE.findall(text[text.rfind("\n", 0, len(text) - 3) + 1 :])
+            if last and section_sort_key(last[0]) < section_sort_key(sid):
+                self.json_text = text[:-3] + ",\n" + row + "\n}\n"
+                return
+        self._json_full(lambda m: m.__setitem__(sid, list(sources)))
+
+    def _json_delete(self, sid: str) -> None:
+        self._json_full(lambda m: m.pop(sid, None))
+
+    # -- index.md ----------------------------------------------------------------------------
+
+    def _md_full(self, change) -> None:
+        idx = parse_index_md(self.md_text)
+        change(idx.entries)
+        self.md_text = idx.render()
+
+    def _md_set(self, entry: IndexEntry) -> None:
+        block, text = entry.render(), self.md_text
+        pos = text.find(f"\n## {entry.id}\n")
+        if pos >= 0 and text.find(f"\n## {entry.id}\n", pos + 1) < 0:  # listed exactly once
+            nxt = text.find("\n## ", pos + 1)
+            if nxt < 0:  # the last entry
+                self.md_text = text[: pos + 1] + block
+                return
+            if text[nxt - 1 : nxt + 1] == "\n\n":  # one blank line before the next entry
+                self.md_text = text[: pos + 1] + block + text[nxt:]
+                return
+        elif pos < 0 and text.endswith("\n"):
+            ids = _MD_ID_RE.findall(text)
+            if not ids:
+                self.md_text = text.rstrip("\n") + "\n\n" + block
+                return
+            if section_sort_key(ids[-1]) < section_sort_key(entry.id):  # a new id: goes last
+                self.md_text = text + "\n" + block
+                return
+        self._md_full(lambda entries: entries.__setitem__(entry.id, entry))
+
+    def _md_delete(self, sid: str) -> None:
+        self._md_full(lambda entries: entries.pop(sid, None))
+
+    # -- both --------------------------------------------------------------------------------
 
     def set(self, entry: IndexEntry) -> None:
-        self.json[entry.id] = list(entry.sources)
-        self.md.entries[entry.id] = entry
-        self._json_rows.set(entry.id, index_json_row(entry.id, entry.sources))
-        self._md_rows.set(entry.id, entry.render())
+        self._json_set(entry.id, list(entry.sources))
+        self._md_set(entry)
 
     def delete(self, section_id: str) -> None:
-        self.json.pop(section_id, None)
-        self.md.entries.pop(section_id, None)
-        self._json_rows.delete(section_id)
-        self._md_rows.delete(section_id)
+        self._json_delete(section_id)
+        self._md_delete(section_id)
 
     def render_json(self) -> str:
-        return join_index_json(self._json_rows.ordered())
+        return self.json_text
 
     def render_md(self) -> str:
-        return join_index_md(self.md.header, self._md_rows.ordered())
+        return self.md_text
 
 
 def splice_page(
