@@ -169,7 +169,7 @@ def test_failure_after_sqlite_write_leaves_everything_as_before(
         monkeypatch.setattr(VectorStore, "add", add_then_boom)
     else:
         monkeypatch.setattr(Store, "commit", boom)
-    with pytest.raises(RuntimeError, match="injected"):
+    with pytest.raises(EpistemeError, match="failed and was undone: RuntimeError: injected"):
         ingest_paper(s, small, progress=False, embedder=embedder)
     assert calls == [where]
     monkeypatch.undo()
@@ -180,7 +180,7 @@ def test_failure_after_sqlite_write_leaves_everything_as_before(
     # and a new paper failing at commit leaves no trace either
     monkeypatch.setattr(Store, "commit", boom)
     other = subset_pdf(papers_dir / ATT, tmp_path / "new paper.pdf", range(0, 1))
-    with pytest.raises(RuntimeError):
+    with pytest.raises(EpistemeError, match="injected"):
         ingest_paper(s, other, progress=False, embedder=embedder)
     monkeypatch.undo()
     assert snapshot(s) == before

@@ -269,7 +269,7 @@ def _commit(settings, store, vectors, prepared: _Prepared, tmp: Path) -> None:
         os.replace(tmp, target)
         placed_new = True
         store.commit()
-    except BaseException:
+    except BaseException as exc:
         store.rollback()
         errors = []
         if chroma_touched:
@@ -288,6 +288,11 @@ def _commit(settings, store, vectors, prepared: _Prepared, tmp: Path) -> None:
             errors.append(f"restoring raw/{paper_id} failed: {e}")
         for msg in errors:
             print(f"warning: {msg}", file=sys.stderr)
+        if isinstance(exc, Exception) and not isinstance(exc, EpistemeError):
+            # a store failure (Chroma server gone, disk full...): one clear line, not a traceback
+            raise EpistemeError(
+                f"ingest of {paper_id} failed and was undone: {type(exc).__name__}: {exc}"
+            ) from exc
         raise
     if moved_old:
         with contextlib.suppress(FileNotFoundError):

@@ -1,0 +1,98 @@
+"""Client/server mode: a real ``chroma run`` on 127.0.0.1, started and stopped by the test."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from episteme.errors import EpistemeError
+from episteme.ingest import ingest_paper, remove_paper
+from episteme.vectors import VectorStore, forget_clients, open_vectors, scope_where
+from ingested_wiki import wiki_settings
+from test_ingest import ATT, GAN, subset_pdf
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _chroma_cli() -> str:
+    exe = Path(sys.executable).with_name("chroma")
+    return str(exe) if exe.exists() else (shutil.which("chroma") or "chroma")
+
+
+@pytest.fixture(scope="module")
+def chroma_server(tmp_path_factory):
+    """(host, port) of a fresh Chroma server; killed at the end of the module."""
+    data = tmp_path_factory.mktemp("chroma-server")
+    port = _free_port()
+    with open(data / "server.log", "wb") as log:
+        proc = subprocess.Popen(
+            [_chroma_cli(), "run", "--path", str(data / "db"), "--host", "127.0.0.1",
+             "--port", str(port)],
+            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+    try:
+        _wait_ready(proc, port, data / "server.log", timeout=60)
+        yield "127.0.0.1", port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=15)
+        forget_clients()
+
+
+def _wait_ready(proc: subprocess.Popen, port: int, log: Path, timeout: float) -> None:
+    """Poll the heartbeat until it answers, the server dies, or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{port}/api/v2/heartbeat"
+    while True:
+        if proc.poll() is not None:
+            raise RuntimeError(f"chroma run exited: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            with urllib.request.urlopen(url, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"chroma run did not become ready within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def test_ingest_query_and_remove_through_a_chroma_server(chroma_server, tmp_path, papers_dir,
+                                                          embedder):
+    host, port = chroma_server
+    s = wiki_settings(tmp_path / "w", chroma_host=host, chroma_port=port)
+    a = subset_pdf(papers_dir / ATT, tmp_path / "a.pdf", range(2, 5))
+    g = subset_pdf(papers_dir / GAN, tmp_path / "g.pdf", range(0, 2))
+    out_a = ingest_paper(s, a, progress=False, embedder=embedder)
+    out_g = ingest_paper(s, g, progress=False, embedder=embedder)
+    assert not s.chroma_path.exists()  # nothing embedded locally: the server holds the vectors
+    vs = open_vectors(s, embedder)
+    assert vs.count() == out_a["passages"] + out_g["passages"]
+    q = embedder.encode(["multi-head attention with several parallel heads"])
+    hit = vs.query_passages(q, 1, where=scope_where(["a.pdf", "g.pdf"]))[0][0]
+    assert hit["metadata"]["paper"] == "a.pdf" and 0 < hit["similarity"] <= 1
+    with pytest.raises(EpistemeError, match="episteme rebuild"):
+        VectorStore(s, "other-model", 384).collection()
+    remove_paper(s, "a.pdf")
+    assert open_vectors(s, embedder).paper_ids() == {"g.pdf"}
+
+
+def test_unreachable_server_is_a_clear_error(tmp_path, embedder):
+    s = wiki_settings(tmp_path / "w", chroma_host="127.0.0.1", chroma_port=_free_port())
+    with pytest.raises(EpistemeError, match="Chroma"):
+        open_vectors(s, embedder).count()
