@@ -77,7 +77,7 @@ def run(args) -> dict:
         warnings.append("sources not checked against raw/ (--no-source-check)")
     else:
         known = raw_sources(wiki)
-        if not known:
+        if not known and args.source:
             raise UsageError(f"{wiki}/raw/ holds no papers: ingest one first (or --no-source-check)")
     if not args.section_id and (args.title is None or args.description is None):
         raise UsageError("creating a section needs --title and --description")
