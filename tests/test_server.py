@@ -1,0 +1,281 @@
+"""The HTTP API against a real uvicorn server on 127.0.0.1: real ingest of a real paper (job
+progress, result, files), wiki and graph reads, bad uploads, limits, malformed requests, auth.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from ingested_wiki import wiki_settings
+from serverlive import (
+    LiveServer,
+    post_json,
+    request,
+    upload,
+    wait_job,
+    written_template,  # noqa: F401  (fixture)
+)
+
+REAL_PAPER = "bahdanau_1409.0473v7.pdf"
+
+
+@pytest.fixture(scope="module")
+def live(written_template, tmp_path_factory):  # noqa: F811
+    """One server for the module over a private copy of the written wiki."""
+    wiki = tmp_path_factory.mktemp("served") / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    with LiveServer(wiki_settings(wiki), write_mode="extractive") as srv:
+        yield srv
+
+
+@pytest.fixture
+def limited(ingested_template, tmp_path):
+    """A server with tiny limits (3 pages, 300 kB) over a copy of the ingested wiki."""
+    wiki = tmp_path / "wiki"
+    shutil.copytree(ingested_template / "wiki", wiki)
+    settings = wiki_settings(wiki, max_pdf_bytes=300_000, max_pages=3)
+    with LiveServer(settings, write_mode="extractive") as srv:
+        yield srv
+
+
+# ------------------------------------------------------------------------------- basics
+
+
+def test_health_openapi_and_ui(live):
+    status, body, _ = request("GET", live.url + "/health")
+    assert status == 200 and body["status"] == "ok"
+    assert body["warm"]["embedder"] is True  # loaded at start-up, not on the first request
+    assert Path(body["wiki"]) == live.settings.wiki
+    status, spec, _ = request("GET", live.url + "/openapi.json")
+    assert status == 200
+    for path in ("/ingest", "/chat", "/wiki", "/wiki/{page}", "/graph", "/jobs/{job_id}", "/health"):
+        assert path in spec["paths"], path
+    assert "post" in spec["paths"]["/ingest"] and "post" in spec["paths"]["/chat"]
+    status, page, hdrs = request("GET", live.url + "/docs")
+    assert status == 200 and "openapi.json" in page["_raw"]
+    status, html, hdrs = request("GET", live.url + "/")
+    assert status == 200 and "<title>episteme</title>" in html["_raw"]
+    assert "default-src 'self'" in hdrs["content-security-policy"]
+    for asset in ("app.js", "markdown.js", "graphview.js", "style.css"):
+        status, _, _ = request("GET", f"{live.url}/static/{asset}")
+        assert status == 200, asset
+
+
+def test_unknown_routes_and_methods_are_json(live):
+    status, body, _ = request("GET", live.url + "/no-such-thing")
+    assert status == 404 and "no such endpoint" in body["error"]
+    status, body, _ = request("GET", live.url + "/chat")
+    assert status == 405 and "not allowed" in body["error"]
+    status, body, _ = request("GET", live.url + "/jobs/deadbeef")
+    assert status == 404 and "no job" in body["error"]
+
+
+# -------------------------------------------------------------------------------- ingest
+
+
+def test_ingest_real_paper_as_job_then_again_with_dotdot_name(live, papers_dir):
+    """A real paper through ?wait=false: progress is reported while it runs, the result has
+    the seed's keys, the files land in the wiki.  Uploading the same bytes again under a
+    ``../`` name (waiting) finds the same sanitized paper, unchanged, and writes nothing new."""
+    data = (papers_dir / REAL_PAPER).read_bytes()
+    status, job, hdrs = upload(live.url, REAL_PAPER, data, "?wait=false")
+    assert status == 202, job
+    assert job["status"] in ("queued", "running") and hdrs["location"] == f"/jobs/{job['job']}"
+    seen: list[dict] = []
+    final = wait_job(live.url, job["job"], seen=seen)
+    assert final["status"] == "done", final
+    embedding = [p for p in seen if p["phase"] == "embedding"]
+    assert embedding and embedding[-1]["total"] > 10 and embedding[-1]["unit"] == "passages"
+    assert all(0 <= p["done"] <= p["total"] for p in seen if p["total"])
+    assert final["progress"]["sections_total"] == final["result"]["sections_indexed"]
+
+    r = final["result"]
+    for key in ("status", "paper", "sections_indexed", "wiki_pages_updated", "new_sections"):
+        assert key in r, key
+    assert r["status"] == "ok" and r["ingest_status"] == "ingested"
+    assert r["paper"] == REAL_PAPER and r["sections_indexed"] >= 5
+    assert r["writer"] == "extractive" and r["write_status"] == "written"
+    assert r["wiki_pages_updated"] and r["new_sections"]
+    wiki = live.settings.wiki
+    assert (wiki / "raw" / REAL_PAPER).read_bytes() == data
+    for page in r["wiki_pages_updated"]:
+        assert (wiki / page).is_file(), page
+    index = json.loads((wiki / "index.json").read_text())
+    for sid in r["new_sections"]:
+        assert REAL_PAPER in index[sid]
+    assert not list((wiki / ".episteme" / "uploads").glob("*")), "upload temp files are removed"
+
+    # the new pages are browsable at once, and the paper's sections match SQLite's
+    status, listing, _ = request("GET", live.url + "/wiki")
+    assert set(r["wiki_pages_updated"]) <= {p["page"] for p in listing["pages"]}
+    from episteme.store import open_store
+
+    with open_store(live.settings, readonly=True) as st:
+        assert [s["title"] for s in st.sections(REAL_PAPER)] == [s["title"] for s in r["sections"]]
+
+    # same bytes, hostile name: sanitized to the same stored name, nothing outside the wiki
+    status, again, _ = upload(live.url, "../../../" + REAL_PAPER, data)
+    assert status == 200, again
+    assert again["paper"] == REAL_PAPER and again["ingest_status"] == "unchanged"
+    assert again["write_status"] == "already-written" and again["new_sections"] == []
+    assert not (wiki.parent.parent / REAL_PAPER).exists()
+    assert sorted(p.name for p in (wiki / "raw").iterdir() if not p.name.startswith(".")) == sorted(
+        [REAL_PAPER, "attention_1706.03762v5.pdf", "gan_1406.2661v1.pdf"])
+
+
+def test_bad_uploads_are_refused_before_anything_is_stored(live, papers_dir):
+    wiki = live.settings.wiki
+    before = sorted(p.name for p in (wiki / "raw").iterdir())
+    real = (papers_dir / "gan_1406.2661v1.pdf").read_bytes()
+    cases = [
+        ("notes.pdf", b"hello, I am not a PDF at all\n" * 20, 422, "not a PDF"),
+        ("empty.pdf", b"", 422, "empty"),
+        ("cut.pdf", real[: len(real) // 2], 422, "truncated"),
+        ("../../../../tmp/evil.pdf", b"#!/bin/sh\necho pwned\n", 422, "not a PDF"),
+        ("garbage.pdf", b"%PDF-1.5\n" + b"x" * 5000 + b"\n%%EOF\n", 422, "corrupt"),
+    ]
+    for name, content, code, words in cases:
+        status, body, _ = upload(live.url, name, content)
+        assert status == code, (name, body)
+        assert set(body) <= {"error", "details"} and words in body["error"], (name, body)
+        assert "Traceback" not in json.dumps(body)
+    # a form without the file field, and a body that is not multipart at all
+    status, body, _ = upload(live.url, "x.pdf", real, field="document")
+    assert status == 422 and "file" in body["error"]
+    status, body, _ = post_json(live.url, "/ingest", {"file": "x"})
+    assert status == 422 and "error" in body
+    assert sorted(p.name for p in (wiki / "raw").iterdir()) == before
+    assert not Path("/tmp/evil.pdf").exists()
+    assert not list((wiki / ".episteme" / "uploads").glob("*"))
+
+
+def test_size_and_page_limits(limited, papers_dir):
+    big = (papers_dir / "gan_1406.2661v1.pdf").read_bytes()  # 595 kB > 300 kB
+    status, body, _ = upload(limited.url, "gan.pdf", big)
+    assert status == 413 and "over the limit of 300000 bytes" in body["error"]
+    assert body["details"]["kind"] == "too_large"
+    # within the byte limit but over the page limit: a generated paper, repeated
+    from serverlive import small_paper_pdf
+
+    pdf = small_paper_pdf(limited.settings.wiki.parent / "p.pdf", "alpha").read_bytes()
+    import io
+
+    import pypdf
+
+    pages = len(pypdf.PdfReader(io.BytesIO(pdf)).pages)
+    w = pypdf.PdfWriter()
+    for _ in range(4 // pages + 1):
+        w.append(pypdf.PdfReader(io.BytesIO(pdf)))
+    buf = io.BytesIO()
+    w.write(buf)
+    pdf = buf.getvalue()
+    assert len(pdf) < 300_000 and len(pypdf.PdfReader(io.BytesIO(pdf)).pages) > 3
+    status, body, _ = upload(limited.url, "long.pdf", pdf, "?wait=false")
+    assert status == 413 and "pages, over the limit of 3" in body["error"], body
+    assert not (limited.settings.wiki / "raw" / "long.pdf").exists()
+    status, health, _ = request("GET", limited.url + "/health")
+    assert health["limits"] == {"max_pdf_bytes": 300_000, "max_pages": 3}
+    assert health["jobs"]["queued"] == health["jobs"]["running"] == 0  # nothing was queued
+
+
+# ---------------------------------------------------------------------------------- chat
+
+
+def test_chat_rejects_malformed_requests(live):
+    status, body, _ = post_json(live.url, "/chat", b'{"query": "unterminated')
+    assert status == 400 and body == {"error": "malformed JSON in the request body"}
+    status, body, _ = post_json(live.url, "/chat", {"question": "wrong key"})
+    assert status == 422 and "query" in body["error"]
+    status, body, _ = post_json(live.url, "/chat", {"query": ""})
+    assert status == 422 and "query" in body["error"]
+    status, body, _ = post_json(live.url, "/chat", {"query": "   "})
+    assert status == 400 and "empty" in body["error"]
+    status, body, _ = post_json(live.url, "/chat", {"query": "x" * 5000})
+    assert status == 422 and "4000" in body["error"]
+    status, body, _ = post_json(live.url, "/chat", [1, 2])
+    assert status == 422 and "error" in body
+
+
+# ---------------------------------------------------------------------------------- wiki
+
+
+def test_wiki_listing_and_pages(live):
+    status, body, _ = request("GET", live.url + "/wiki")
+    assert status == 200 and body["count"] == len(body["pages"]) > 5
+    by_id = {p["page"]: p for p in body["pages"]}
+    paper_pages = [p for p in body["pages"] if p["page"].startswith("papers/")]
+    assert paper_pages and all(p["type"] == "paper" for p in paper_pages)
+    assert all(isinstance(p["tags"], list) and p["title"] for p in body["pages"])
+
+    page_id = paper_pages[0]["page"]
+    status, page, _ = request("GET", f"{live.url}/wiki/{page_id}")
+    assert status == 200 and page["page"] == page_id and page["type"] == "paper"
+    text = (live.settings.wiki / page_id).read_text()
+    assert page["markdown"] == text
+    assert page["sections"] and all(s["id"].startswith("sec_") for s in page["sections"])
+    assert all(s["id"] in text for s in page["sections"])
+    assert page["links"] and all(v is None or v in by_id for v in page["links"].values())
+
+    # by title (as a [[link]] names it), without .md, and a near-miss with suggestions
+    status, same, _ = request("GET", f"{live.url}/wiki/{page_id[:-3]}")
+    assert status == 200 and same["page"] == page_id
+    title = page["title"].replace(" ", "%20")
+    status, same, _ = request("GET", f"{live.url}/wiki/{title}")
+    assert status == 200 and same["page"] == page_id
+    status, body, _ = request("GET", f"{live.url}/wiki/Attention%20Is%20All%20You%20Nees")
+    assert status == 404 and body["details"]["nearest"]
+
+
+@pytest.mark.parametrize("path,code", [
+    ("..%2F..%2F..%2Fetc%2Fpasswd", 400),
+    ("%2Fetc%2Fpasswd", 400),
+    ("raw/gan_1406.2661v1.pdf", 404),
+    (".episteme/sections.db", 404),
+    ("index.md", 404),
+])
+def test_wiki_paths_cannot_leave_the_wiki(live, path, code):
+    status, body, _ = request("GET", f"{live.url}/wiki/{path}")
+    assert status == code, body
+    assert "error" in body and "root:" not in json.dumps(body)
+
+
+def test_wiki_symlink_out_of_the_wiki_is_refused(live, tmp_path):
+    secret = tmp_path / "secret.md"
+    secret.write_text("top secret\n")
+    link = live.settings.wiki / "sneaky.md"
+    link.symlink_to(secret)
+    try:
+        status, body, _ = request("GET", f"{live.url}/wiki/sneaky.md")
+        assert status == 400 and "escapes" in body["error"]
+        assert "top secret" not in json.dumps(body)
+    finally:
+        link.unlink()
+
+
+def test_graph_matches_the_command(live):
+    from episteme.commands.graph import graph_query
+
+    status, body, _ = request("GET", live.url + "/graph?mode=stats")
+    assert status == 200 and body == graph_query(live.settings.wiki, "stats", jobs=1)
+    seed = "papers/attention-is-all-you-need.md"
+    status, nb, _ = request("GET", f"{live.url}/graph?mode=neighbors&seed={seed}&depth=1")
+    assert status == 200 and nb["seed"] == seed and nb["count"] >= 3
+    assert nb == graph_query(live.settings.wiki, "neighbors", seed=seed, depth=1, jobs=1)
+    # the same page through the command line: identical JSON
+    proc = subprocess.run([sys.executable, "-m", "episteme.cli", "graph", "--wiki",
+                           str(live.settings.wiki), "--mode", "neighbors", "--seed", seed],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and json.loads(proc.stdout) == nb
+    status, body, _ = request("GET", live.url + "/graph?mode=hubs&limit=3")
+    assert status == 200 and len(body["hubs"]) == 3
+    status, body, _ = request("GET", live.url + "/graph?mode=neighbors")
+    assert status == 400 and "needs --seed" in body["error"]
+    status, body, _ = request("GET", live.url + "/graph?mode=bogus")
+    assert status == 400 and "unknown mode" in body["error"]
+    status, body, _ = request("GET", live.url + "/graph?mode=query&query=type%20%3D%3D")
+    assert status == 400 and "error" in body
