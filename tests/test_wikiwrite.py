@@ -494,3 +494,13 @@ def test_index_splicing_matches_full_render(tmp_path):
         assert files.render_json() == render_index_json({k: v.sources for k, v in truth.items()})
         header = "# Index\n" if trial == 3 else IndexMd().header
         assert files.render_md() == IndexMd(header=header, entries=dict(truth)).render()
+
+
+def test_nested_writer_in_one_thread_is_refused(wiki):
+    with WikiWriter(wiki, known_sources=KNOWN) as w:
+        w.create_section("a", title="T", description="D", body="B", sources=["bert.pdf"])
+        with pytest.raises(RuntimeError, match="already open"):
+            mk(wiki)
+        w.create_section("a", title="T2", description="D2", body="B2", sources=["bert.pdf"])
+    assert set(read_index_json(wiki)) == {"sec_001", "sec_002"} and check_index_consistency(wiki) == []
+    assert mk(wiki).section_id == "sec_003"  # the lock and the open-writer mark were released

@@ -661,6 +661,9 @@ def find_section(wiki: str | os.PathLike, section_id: str) -> tuple[str, WikiSec
 # --------------------------------------------------------------------------------- writing
 
 
+_OPEN_WRITERS: set[str] = set()  # wikis with an open WikiWriter (only touched under the lock)
+
+
 class WikiWriter:
     """A batch of section writes under one lock, ending in one ``log.md`` entry.
 
@@ -700,6 +703,7 @@ class WikiWriter:
         self.pages: list[str] = []
         self.recovered: dict | None = None
         self._lock = None
+        self._key = ""
         self._index: _IndexFiles | None = None
         self._floor: int | None = None  # highest section number known taken (lock held)
         self._dirty = False
@@ -709,14 +713,22 @@ class WikiWriter:
     def __enter__(self) -> WikiWriter:
         if not self.wiki.is_dir():
             raise NotFoundError(f"wiki folder does not exist: {self.wiki}")
-        self._lock = write_lock(self.wiki, timeout=self.lock_timeout)
-        self._lock.__enter__()
+        lock = write_lock(self.wiki, timeout=self.lock_timeout)
+        lock.__enter__()
+        self._key = str(self.wiki.resolve())
+        if self._key in _OPEN_WRITERS:  # same thread (others wait on the lock): nested batch
+            lock.__exit__(None, None, None)
+            raise RuntimeError("a WikiWriter for this wiki is already open in this thread; write through it")
+        self._lock = lock
+        _OPEN_WRITERS.add(self._key)
         try:
             if pending_write(self.wiki) is not None:
                 self.recovered = rebuild_indexes(self.wiki)
             self._mark_pending()
         except BaseException:
-            self._lock.__exit__(None, None, None)
+            _OPEN_WRITERS.discard(self._key)
+            self._lock, lock = None, self._lock
+            lock.__exit__(None, None, None)
             raise
         return self
 
@@ -732,6 +744,7 @@ class WikiWriter:
             if not self._dirty:  # a page was written without its index update: leave the marker
                 _clear_pending(self.wiki)
         finally:
+            _OPEN_WRITERS.discard(self._key)
             lock, self._lock = self._lock, None
             if lock is not None:
                 lock.__exit__(exc_type, exc, tb)
