@@ -450,7 +450,7 @@ def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozen
             got = md.entries[sid]
             what = [k for k in ("description", "page", "sources") if getattr(got, k) != getattr(want, k)]
             out.append(finding("index-out-of-date", INDEX_MD, md_lines.get(sid),
-                               f"{sid}: {', '.join(what)} differ from {pid} line {s.line}", section=sid))
+                               f"{sid}: {', '.join(what)} {'differs' if len(what) == 1 else 'differ'} from {pid} line {s.line}", section=sid))
         if json_text is not None and ijson is None:
             pass  # unreadable: reported as index-malformed
         elif ijson is None or sid not in ijson:

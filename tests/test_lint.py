@@ -1,0 +1,262 @@
+"""wiki-lint on generated wikis: every rule once (rule, file, line), the clean starter wiki, --fix
+safety and idempotence, output formats, exit codes, rule selection, and the import budget."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from episteme.lint import lint_wiki
+from episteme.lint_rules import RULES, STORE_RULES, normalize_date_text
+from lint_fixture import TODAY, build_broken_wiki
+
+REPO = Path(__file__).resolve().parent.parent
+SCRIPT = REPO / "plugin" / "scripts" / "wiki_lint.py"
+TODAY_D = dt.date.fromisoformat(TODAY)
+
+
+def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "WIKI_PATH"}
+    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, cwd=cwd, env=env,
+                          timeout=120)
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "write.lock"
+    }
+
+
+@pytest.fixture
+def broken(tmp_path: Path) -> tuple[Path, dict]:
+    root = tmp_path / "wiki"
+    return root, build_broken_wiki(root)
+
+
+def test_every_rule_fires_exactly_once_at_its_file_and_line(broken):
+    root, expected = broken
+    report = lint_wiki(root, today=TODAY_D, jobs=1)
+    by_rule: dict[str, list] = {}
+    for f in report.findings:
+        by_rule.setdefault(f.rule, []).append(f)
+    assert set(expected) == set(RULES) - STORE_RULES  # the fixture covers every non-store rule
+    assert set(by_rule) == set(expected)
+    for rule, (file, line) in expected.items():
+        [f] = by_rule[rule]
+        assert (f.file, f.line) == (file, line), rule
+        assert f.severity == RULES[rule].severity
+    dangling = by_rule["link-dangling"][0]
+    assert dangling.data["suggestion"] == "alpha.md" and "alpha.md" in dangling.message
+    assert by_rule["fm-date"][0].data["fix_to"] == "2026-11-01"
+    assert by_rule["link-ambiguous"][0].data["candidates"] == ["notes/twin.md", "other/twin.md"]
+
+
+def test_two_processes_find_the_same(broken):
+    root, _ = broken
+    one = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=1).findings]
+    two = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=2).findings]
+    assert one == two
+
+
+def test_clean_starter_wiki_has_no_findings():
+    report = lint_wiki(REPO / "wiki")
+    assert report.findings == []
+    proc = run("--wiki", str(REPO / "wiki"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["findings"] == [] and data["summary"]["errors"] == 0
+
+
+def test_clean_wiki_written_through_wikiwrite(tmp_path: Path):
+    """Pages written by the section writer (linked to each other) are lint-clean."""
+    from episteme.wikiwrite import WikiWriter
+
+    root = tmp_path / "wiki"
+    shutil.copytree(REPO / "wiki", root)
+    (root / "raw").mkdir(exist_ok=True)
+    (root / "raw" / "a.pdf").write_bytes(b"%PDF-1.4\n")
+    with WikiWriter(root, op="test", known_sources={"a.pdf"}) as w:
+        w.create_section("attention", title="Attention", description="What attention is.",
+                         body="Weights tokens; see [[Transformer]].", sources=["a.pdf"], page_title="Attention")
+        w.create_section("transformer", title="Transformer", description="The architecture.",
+                         body="Stacks of [[Attention]] layers.", sources=["a.pdf"], page_title="Transformer")
+    report = lint_wiki(root)
+    assert [f.to_dict() for f in report.findings] == []
+    assert report.sections == 2
+
+
+def test_fix_repairs_safely_and_is_idempotent(broken):
+    root, expected = broken
+    date_before = (root / "date.md").read_bytes()
+    pages_before = {p: (root / p).read_bytes() for p in ("paper.md", "hub.md", "bad.md", "broken.md", "zz-dup.md")}
+    first = run("--wiki", str(root), "--fix", "--today", TODAY, "--format", "json")
+    assert first.returncode == 1, first.stderr  # unfixable errors remain
+    data = json.loads(first.stdout)
+    kinds = [f["fix"] for f in data["fixes"]]
+    assert "date" in kinds and "index-add" in kinds and "index-drop" in kinds and "interrupted-write" in kinds
+    remaining = {f["rule"] for f in data["findings"]}
+    fixed_rules = {"fm-date", "section-not-in-index", "index-stale-entry", "index-json-unknown-section",
+                   "index-out-of-date", "index-malformed", "index-interrupted-write"}
+    assert remaining == set(expected) - fixed_rules
+    # the date fix rewrote exactly one line, keeping its comment
+    before_lines = date_before.split(b"\n")
+    after_lines = (root / "date.md").read_bytes().split(b"\n")
+    changed = [i for i, (a, b) in enumerate(zip(before_lines, after_lines, strict=True)) if a != b]
+    assert changed == [expected["fm-date"][1] - 1]
+    assert after_lines[changed[0]] == b"created: 2026-11-01  # first draft"
+    # page content is never touched by the index fixes
+    for p, b in pages_before.items():
+        assert (root / p).read_bytes() == b, p
+    index = json.loads((root / "index.json").read_text())
+    assert sorted(index) == ["sec_001", "sec_002", "sec_003", "sec_004"]
+    assert index["sec_001"] == ["attention.pdf"]  # the first occurrence wins over zz-dup.md's copy
+    snapshot = tree_digest(root)
+    second = run("--wiki", str(root), "--fix", "--today", TODAY, "--format", "json")
+    assert json.loads(second.stdout)["fixes"] == []
+    assert tree_digest(root) == snapshot
+    assert {f["rule"] for f in json.loads(second.stdout)["findings"]} == remaining
+
+
+def test_fix_prints_each_repair_in_text_format(broken):
+    root, _ = broken
+    proc = run("--wiki", str(root), "--fix", "--today", TODAY)
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("fixed")]
+    assert any("date.md:5" in ln and "2026/11/01 -> 2026-11-01" in ln for ln in lines)
+    assert any("added sec_004" in ln for ln in lines)
+    assert any("dropped sec_090" in ln for ln in lines) and any("dropped sec_091" in ln for ln in lines)
+
+
+def test_text_format_groups_by_file_with_summary(broken):
+    root, expected = broken
+    proc = run("--wiki", str(root), "--today", TODAY)
+    assert proc.returncode == 1
+    out = proc.stdout.splitlines()
+    assert "hub.md" in out
+    i = out.index("hub.md")
+    block = out[i + 1 : i + 4]
+    assert [b.split()[2] for b in block] == ["link-dangling", "link-structural", "link-ambiguous"]
+    assert [int(b.split()[0]) for b in block] == sorted(int(b.split()[0]) for b in block)
+    summary = out[-1]
+    counts = {s: sum(1 for r in expected if RULES[r].severity == s) for s in ("error", "warning", "info")}
+    assert summary.startswith(f"{counts['error']} error(s), {counts['warning']} warning(s), {counts['info']} info")
+    assert "19 pages" in summary
+
+
+def test_json_format(broken):
+    root, expected = broken
+    proc = run("--wiki", str(root), "--today", TODAY, "--format", "json")
+    data = json.loads(proc.stdout)
+    assert set(data) >= {"findings", "summary", "fixes"}
+    assert len(data["findings"]) == len(expected)
+    f = next(x for x in data["findings"] if x["rule"] == "fm-date")
+    assert f == {**f, "file": "date.md", "line": 5, "severity": "error", "fixable": True, "field": "created"}
+    assert data["summary"]["rules"]["link-dangling"] == 1
+    assert data["summary"]["errors"] == sum(1 for r in expected if RULES[r].severity == "error")
+
+
+def test_github_format(broken, tmp_path: Path):
+    root, expected = broken
+    proc = run("--wiki", "wiki", "--today", TODAY, "--format", "github", cwd=tmp_path)
+    assert proc.returncode == 1
+    lines = proc.stdout.splitlines()
+    ann = [ln for ln in lines if ln.startswith("::")]
+    assert len(ann) == len(expected)
+    assert "::error file=wiki/hub.md,line=26,title=link-dangling::[[Alpah]] matches no page; closest page%3A alpha.md" not in ann
+    assert "::error file=wiki/hub.md,line=26,title=link-dangling::[[Alpah]] matches no page; closest page: alpha.md" in ann
+    assert "::notice file=wiki/leaf.md,line=1,title=page-leaf::linked from 1 page(s) but links nowhere" in ann
+    assert "::warning file=wiki/log.md,line=7,title=log-malformed::" + \
+        "entry heading is not '## [YYYY-MM-DD] op | subject'" in ann
+    # a finding without a line has no line property
+    assert any(a.startswith("::warning file=wiki/.episteme/pending-write.json,title=index-interrupted-write::") for a in ann)
+
+
+def test_github_escapes_newlines_and_percent():
+    from episteme.commands.lint import render_github
+    from episteme.lint import LintReport
+    from episteme.lint_rules import finding
+
+    rep = LintReport("w", [finding("fm-yaml", "a,b:c.md", 3, "100% broken\nsecond line")], 1, frozenset(RULES))
+    out = render_github(rep, "w", [])
+    assert out.splitlines()[0] == "::error file=w/a%2Cb%3Ac.md,line=3,title=fm-yaml::100%25 broken%0Asecond line"
+
+
+def test_exit_codes_and_rule_selection(broken, tmp_path: Path):
+    root, _ = broken
+    assert run("--wiki", str(REPO / "wiki")).returncode == 0
+    assert run("--wiki", str(root), "--today", TODAY).returncode == 1
+    bad = run("--wiki", str(root), "--rule", "no-such-rule")
+    assert bad.returncode == 2 and "unknown rule" in bad.stderr
+    assert run("--wiki", str(root), "--bogus-flag").returncode == 2
+    assert run("--wiki", str(root), "--rule", "store-raw-missing").returncode == 2  # needs --stores
+    missing = run("--wiki", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and "not found" in missing.stderr
+    # only warnings/info selected: exit 0
+    only = run("--wiki", str(root), "--rule", "link-ambiguous,page-leaf", "--format", "json")
+    assert only.returncode == 0
+    assert sorted(f["rule"] for f in json.loads(only.stdout)["findings"]) == ["link-ambiguous", "page-leaf"]
+    # --disable removes rules; the rest still run
+    dis = json.loads(run("--wiki", str(root), "--today", TODAY, "--disable", "page-orphan", "--disable",
+                         "link-dangling", "--format", "json").stdout)
+    rules = {f["rule"] for f in dis["findings"]}
+    assert "page-orphan" not in rules and "link-dangling" not in rules and "page-leaf" in rules
+    lr = run("--list-rules", "--format", "json")
+    assert lr.returncode == 0 and {r["rule"] for r in json.loads(lr.stdout)["rules"]} == set(RULES)
+
+
+def test_schema_disable_and_severity(broken):
+    root, _ = broken
+    schema = (root / "SCHEMA.md").read_text()
+    schema = schema.replace("disable: [no-such-rule]", "disable: [page-orphan, schema-invalid]\n  severity: {page-leaf: error}")
+    (root / "SCHEMA.md").write_text(schema)
+    report = lint_wiki(root, today=TODAY_D)
+    rules = {f.rule: f for f in report.findings}
+    assert "page-orphan" not in rules and "schema-invalid" not in rules
+    assert rules["page-leaf"].severity == "error"
+    # an explicit --rule runs a rule even when SCHEMA.md disables it
+    again = lint_wiki(root, today=TODAY_D, select=["page-orphan"])
+    assert [f.rule for f in again.findings] == ["page-orphan"]
+
+
+def test_without_schema_only_schema_free_rules(tmp_path: Path):
+    root = tmp_path / "w"
+    root.mkdir()
+    (root / "a.md").write_text("---\ncolor: red\ncreated: 1700000000000\nupdated: 2025/3/1\n---\n[[b]]\n")
+    (root / "b.md").write_text("---\ntitle: B\ntags: one-string\ncreated: someday\n---\n[[a]]\n")
+    report = lint_wiki(root)
+    got = sorted((f.rule, f.file, f.line) for f in report.findings)
+    # no schema: no required/unknown/type errors; epoch millis are dates; odd and unreadable dates flagged
+    assert got == [("fm-date", "a.md", 4), ("fm-date", "b.md", 4)]
+
+
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [("2025-3-1", "2025-03-01"), ("2025/03/01", "2025-03-01"), ("'2025.03.01'", "2025-03-01"),
+     ("1 March 2025", "2025-03-01"), ("Mar 1, 2025", "2025-03-01"), ("March 1st 2025", "2025-03-01"),
+     ("01/03/2025", None), ("2025-02-30", None), ("2025-03-01T10:00", None), ("soon", None)],
+)
+def test_normalize_date_text(text, want):
+    assert normalize_date_text(text) == want
+
+
+def test_plain_lint_imports_nothing_heavy(broken):
+    root, _ = broken
+    code = (
+        "import sys\n"
+        f"sys.path.insert(0, {str(REPO / 'plugin')!r})\n"
+        "from episteme.commands.lint import main\n"
+        f"rc = main(['--wiki', {str(root)!r}, '--fix', '--format', 'json'])\n"
+        "heavy = [m for m in ('torch', 'chromadb', 'numpy', 'onnxruntime', 'anthropic', 'tokenizers', 'sqlite3')\n"
+        "         if m in sys.modules]\n"
+        "print('HEAVY', heavy, rc, file=sys.stderr)\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "HEAVY [] 1" in proc.stderr, proc.stderr
