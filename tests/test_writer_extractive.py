@@ -1,0 +1,377 @@
+"""The offline (extractive) wiki writer on real papers: Attention, then BERT, through the real
+``episteme ingest --write`` command, real SQLite/Chroma and the real embedding model.
+
+The expensive part (ingest both papers, write Attention, write BERT) is built once into a cache
+folder keyed by the papers and the package source (as ``ingested_wiki.py`` does), under a file
+lock shared by pytest-xdist workers; tests copy the stage they need before touching it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import os
+import random
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import yaml
+from episteme.config import load_settings
+from episteme.sections import parse_page, split_frontmatter
+from episteme.wikiindex import read_index_json, read_index_md, read_log
+from episteme.wikiwrite import (
+    check_index_consistency,
+    iter_page_paths,
+    pending_write,
+    rebuild_indexes,
+)
+from ingested_wiki import _cache_key
+
+REPO = Path(__file__).resolve().parent.parent
+ATTENTION = "attention_1706.03762v5.pdf"
+BERT = "bert_1810.04805v2.pdf"
+DATE = "2026-11-29"
+ATT_PAGE = "papers/attention-is-all-you-need.md"
+BERT_PAGE = "papers/bert.md"
+
+
+def _env() -> dict[str, str]:
+    drop = ("WIKI_PATH", "SQLITE_PATH", "CHROMA_PATH", "CHROMA_HOST", "CHROMA_PORT", "EMBEDDING_MODEL")
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    env["PYTHONPATH"] = str(REPO / "plugin")
+    return env
+
+
+def _cli(*args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "episteme.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env=_env(), cwd=str(REPO))
+
+
+@pytest.fixture(scope="session")
+def writer_stages(papers_dir: Path) -> Path:
+    """``<cache>/stores`` (both papers ingested, no pages), ``after_attention`` (Attention
+    written), ``after_bert`` (then BERT written), and the JSON each ``ingest --write`` printed."""
+    papers = [papers_dir / ATTENTION, papers_dir / BERT]
+    root = Path(os.environ.get("EPISTEME_TEST_CACHE", Path(tempfile.gettempdir()) / "episteme-test-cache"))
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / f"writer-{_cache_key(papers)}"
+    with open(root / f"{target.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (target / "done").is_file():
+            build = root / f".{target.name}.{os.getpid()}.build"
+            shutil.rmtree(build, ignore_errors=True)
+            build.mkdir()
+            wiki = build / "wiki"
+            p = _cli("ingest", *map(str, papers), "--wiki", str(wiki), "--no-progress")
+            assert p.returncode == 0, p.stderr
+            shutil.copytree(wiki, build / "stores")
+            for paper, stage in ((papers[0], "after_attention"), (papers[1], "after_bert")):
+                p = _cli("ingest", str(paper), "--wiki", str(wiki), "--no-progress", "--write",
+                         "--writer", "extractive", "--date", DATE)
+                assert p.returncode == 0, p.stderr
+                (build / f"{stage}.json").write_text(p.stdout, encoding="utf-8")
+                shutil.copytree(wiki, build / stage)
+            shutil.rmtree(wiki)
+            (build / "done").write_text("ok\n", encoding="utf-8")
+            shutil.rmtree(target, ignore_errors=True)
+            os.replace(build, target)
+    return target
+
+
+def _copy(stages: Path, stage: str, tmp_path: Path) -> Path:
+    dest = tmp_path / "wiki"
+    shutil.copytree(stages / stage, dest)
+    return dest
+
+
+def _load(stages: Path, stage: str) -> dict:
+    return json.loads((stages / f"{stage}.json").read_text(encoding="utf-8"))
+
+
+def _snapshot(wiki: Path) -> dict[str, bytes]:
+    """Every page plus index.md, index.json and log.md, byte for byte."""
+    files = {rel: (wiki / rel).read_bytes() for rel in iter_page_paths(wiki)}
+    for name in ("index.md", "index.json", "log.md"):
+        if (wiki / name).exists():
+            files[name] = (wiki / name).read_bytes()
+    return files
+
+
+def _frontmatter(path: Path) -> dict:
+    fm, _, _ = split_frontmatter(path.read_text(encoding="utf-8"))
+    return yaml.safe_load(fm)
+
+
+# ------------------------------------------------------------------------------------ tests
+
+
+def test_ingest_write_prints_the_seed_keys_and_second_paper_updates_first(writer_stages):
+    att, bert = _load(writer_stages, "after_attention"), _load(writer_stages, "after_bert")
+    for out, paper in ((att, ATTENTION), (bert, BERT)):
+        assert {"status", "paper", "sections_indexed", "wiki_pages_updated", "new_sections"} <= set(out)
+        assert out["paper"] == paper and out["writer"] == "extractive" and out["write_status"] == "written"
+        assert out["sections_indexed"] > 20 and out["new_sections"]
+        assert "llm_usage" not in out
+    assert att["updated_sections"] == []
+    assert ATT_PAGE in att["wiki_pages_updated"] and "multi-head-attention.md" in att["new_pages"]
+    # BERT merges into sections Attention created: the paper joins their sources
+    assert bert["updated_sections"], "BERT updated none of Attention's sections"
+    assert set(bert["updated_sections"]) <= set(att["new_sections"])
+    assert not set(bert["new_sections"]) & set(att["new_sections"])
+    wiki = writer_stages / "after_bert"
+    ijson, imd = read_index_json(wiki), read_index_md(wiki)
+    for sid in bert["updated_sections"]:
+        assert ijson[sid] == [ATTENTION, BERT]
+        assert imd.entries[sid].sources == [ATTENTION, BERT]
+        page = wiki / imd.entries[sid].page
+        body = next(s for s in parse_page(page.read_text(encoding="utf-8")).sections if s.id == sid).body
+        assert "From [[papers/attention-is-all-you-need|" in body and "From [[papers/bert|BERT]]" in body
+        assert _frontmatter(page)["sources"] == [ATTENTION, BERT]
+    # skipped: references, front matter and stubs, with a reason each
+    reasons = {s["paper_section"]: s["reason"] for s in att["skipped_sections"]}
+    assert reasons[f"{ATTENTION}#references"] == "references section"
+    assert reasons[f"{ATTENTION}#6"].startswith("too short")
+
+
+def test_indexes_pages_and_log_agree(writer_stages):
+    for stage in ("after_attention", "after_bert"):
+        wiki = writer_stages / stage
+        assert check_index_consistency(wiki) == [], stage
+        assert pending_write(wiki) is None
+    wiki = writer_stages / "after_bert"
+    entries, problems = read_log(wiki)
+    assert problems == []
+    assert [(e.op, e.subject, e.date) for e in entries] == [("ingest", ATTENTION, DATE), ("ingest", BERT, DATE)]
+    bert = _load(writer_stages, "after_bert")
+    assert entries[1].items["created"] == bert["new_sections"]
+    assert entries[1].items["updated"] == bert["updated_sections"]
+    assert entries[1].pages == bert["wiki_pages_updated"]
+
+
+def test_pages_have_graph_frontmatter_titles_and_tags(writer_stages):
+    wiki = writer_stages / "after_bert"
+    fm = _frontmatter(wiki / ATT_PAGE)
+    assert fm["title"] == "Attention Is All You Need" and fm["type"] == "paper"
+    assert fm["sources"] == [ATTENTION] and str(fm["ingested_at"]) == DATE and str(fm["created"]) == DATE
+    assert "Ashish Vaswani" in fm["authors"] and fm["tags"]
+    mha = _frontmatter(wiki / "multi-head-attention.md")
+    assert mha["title"] == "Multi-Head Attention" and mha["type"] == "concept"
+    assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", t) for t in mha["tags"]) and mha["tags"]
+    text = (wiki / "multi-head-attention.md").read_text(encoding="utf-8")
+    assert "[[papers/attention-is-all-you-need|Attention Is All You Need]]" in text
+    assert "§3.2.2 Multi-Head Attention" in text
+    paper_text = (wiki / ATT_PAGE).read_text(encoding="utf-8")
+    assert "[[multi-head-attention|Multi-Head Attention]]" in paper_text  # the paper lists its topics
+    for rel in iter_page_paths(wiki):
+        assert rel.startswith("papers/") or "/" not in rel
+        assert re.fullmatch(r"(papers/)?[a-z0-9]+(-[a-z0-9]+)*\.md", rel), rel
+
+
+def test_every_quote_is_the_papers_own_text(writer_stages):
+    """Nothing invented: every quoted sentence occurs verbatim (whitespace aside) in the paper
+    the section cites, inside the section the text says it came from."""
+    from episteme.store import open_store
+
+    wiki = writer_stages / "after_bert"
+    settings = load_settings(wiki, env={}, dotenv=None)
+    with open_store(settings, readonly=True) as store:
+        texts = {p: " ".join(" ".join(s["section_text"] for s in store.sections(p)).split())
+                 for p in (ATTENTION, BERT)}
+    quotes = 0
+    for rel in iter_page_paths(wiki):
+        for sec in parse_page((wiki / rel).read_text(encoding="utf-8")).sections:
+            for line in sec.body.split("\n"):
+                m = re.match(r"^> (.+)$", line) or re.match(r"^- “(.+)” \(", line)
+                if not m:
+                    continue
+                quotes += 1
+                assert any(m.group(1) in texts[p] for p in sec.sources), (rel, m.group(1))
+    assert quotes > 100
+
+
+def test_graph_query_connects_the_two_papers(writer_stages):
+    wiki = writer_stages / "after_bert"
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "plugin/scripts/graph_query.py"), "--wiki", str(wiki), "--mode",
+         "shortest-path", "--src", ATT_PAGE, "--dst", BERT_PAGE],
+        capture_output=True, text=True, timeout=120, env=_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["paths"] and out["length"] <= 3
+    path = out["paths"][0]
+    assert path[0] == ATT_PAGE and path[-1] == BERT_PAGE
+    # and the merged topic is a page both papers' pages reach
+    from episteme.graph import WikiGraph
+
+    g = WikiGraph.build(wiki)
+    updated = _load(writer_stages, "after_bert")["updated_sections"]
+    merged_page = read_index_md(wiki).entries[updated[0]].page
+    m = g.index[merged_page]
+    assert g.index[ATT_PAGE] in g.in_edges[m] and m in g.out_edges[g.index[BERT_PAGE]]
+
+
+def test_same_input_gives_a_byte_identical_wiki(writer_stages, tmp_path, embedder):
+    from episteme.writer import write_paper
+
+    wiki = _copy(writer_stages, "stores", tmp_path)
+    settings = load_settings(wiki, env={}, dotenv=None)
+    out = write_paper(settings, ATTENTION, writer="extractive", today=dt.date.fromisoformat(DATE), embedder=embedder)
+    assert out["new_sections"] == _load(writer_stages, "after_attention")["new_sections"]
+    assert _snapshot(wiki) == _snapshot(writer_stages / "after_attention")
+    # writing the same paper again is refused rather than duplicated
+    again = write_paper(settings, ATTENTION, writer="extractive", today=dt.date.fromisoformat(DATE), embedder=embedder)
+    assert again["write_status"] == "already-written" and again["new_sections"] == []
+    assert _snapshot(wiki) == _snapshot(writer_stages / "after_attention")
+
+
+def test_dry_run_plans_the_update_and_writes_nothing(writer_stages, tmp_path, embedder):
+    from episteme.writer import write_paper
+
+    wiki = _copy(writer_stages, "after_attention", tmp_path)
+    before = _snapshot(wiki)
+    settings = load_settings(wiki, env={}, dotenv=None)
+    out = write_paper(settings, BERT, writer="extractive", dry_run=True, embedder=embedder,
+                      today=dt.date.fromisoformat(DATE))
+    assert out["dry_run"] is True and out["new_sections"] == []
+    assert _snapshot(wiki) == before
+    updates = [d for d in out["plan"] if d["action"] == "update"]
+    assert sorted(d["section_id"] for d in updates) == sorted(_load(writer_stages, "after_bert")["updated_sections"])
+    assert all(d["reason"].startswith("merged:") and BERT in d["sources"] for d in updates)
+    creates = [d for d in out["plan"] if d["action"] == "create"]
+    assert creates[0]["page"] == BERT_PAGE and creates[0]["page_type"] == "paper"
+
+
+_KILLER = r'''
+import os, random, signal, sys, datetime
+import episteme.fsutil as fsutil, episteme.wikiwrite as ww, episteme.wikiindex as wi
+from episteme.config import load_settings
+from episteme.writer import apply_plan
+from episteme.writer_extractive import plan_extractive
+wiki, paper, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
+settings = load_settings(wiki, env={}, dotenv=None)
+plan = plan_extractive(settings, paper, today=datetime.date(2026, 11, 29))
+kill_at = random.Random(seed).randint(1, 3 * len(plan.decisions))
+calls = [0]
+def counting(real):
+    def wrapped(*a, **k):
+        calls[0] += 1
+        if calls[0] >= kill_at:
+            print(f"killing at write {calls[0]}", flush=True)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(*a, **k)
+    return wrapped
+ww.atomic_write_text = counting(ww.atomic_write_text)
+wi.atomic_write_text = counting(wi.atomic_write_text)
+wi.append_text = counting(wi.append_text)
+apply_plan(wiki, plan, today=datetime.date(2026, 11, 29))
+print("finished", flush=True)
+'''
+
+
+def test_sigkill_during_a_write_is_repaired_by_rebuild(writer_stages, tmp_path):
+    wiki = _copy(writer_stages, "after_attention", tmp_path)
+    seed = random.randrange(1 << 30)
+    proc = subprocess.run([sys.executable, "-c", _KILLER, str(wiki), BERT, str(seed)],
+                          capture_output=True, text=True, timeout=600, env=_env())
+    assert proc.returncode == -signal.SIGKILL, (seed, proc.stdout, proc.stderr[-2000:])
+    assert "killing at write" in proc.stdout
+    # pages are never torn: each parses, and Attention's sections are all still there
+    for rel in iter_page_paths(wiki):
+        parse_page((wiki / rel).read_text(encoding="utf-8"), strict=True)
+    assert pending_write(wiki) is not None  # the interrupted write is detectable
+    fixed = rebuild_indexes(wiki)
+    assert fixed["problems"] == []
+    assert check_index_consistency(wiki) == [], seed
+    ids = set(read_index_json(wiki))
+    assert set(_load(writer_stages, "after_attention")["new_sections"]) <= ids
+    # `episteme lint --fix` (when present) finds nothing left to repair
+    if (REPO / "plugin/episteme/commands/lint.py").exists():
+        p = _cli("lint", "--wiki", str(wiki), "--fix")
+        assert "Traceback" not in p.stderr, p.stderr
+        assert check_index_consistency(wiki) == []
+
+
+def test_plan_lists_related_sections_for_the_agent(writer_stages, tmp_path):
+    wiki = _copy(writer_stages, "after_attention", tmp_path)
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "plugin/scripts/plan_ingest.py"), BERT, "--wiki", str(wiki), "--brief", "--k", "4"],
+        capture_output=True, text=True, timeout=300, env=_env(),
+    )
+    assert proc.returncode == 0, proc.stderr
+    plan = json.loads(proc.stdout)
+    assert plan["paper"] == BERT and plan["paper_page"] == BERT_PAGE and plan["already_written"] is False
+    assert plan["wiki_sections"] == len(read_index_json(wiki))
+    by_id = {s["section_id"]: s for s in plan["sections"]}
+    assert f"{BERT}#references" not in by_id
+    assert any(s["paper_section"] == f"{BERT}#references" for s in plan["skipped"])
+    existing = set(read_index_json(wiki))
+    for s in plan["sections"]:
+        assert "preview" in s and "text" not in s
+        assert 1 <= len([r for r in s["related"] if r["match"] != "index"]) <= 4
+        assert {r["id"] for r in s["related"]} <= existing
+    assert by_id[f"{BERT}#3.1"]["suggested_page"] == "pre-training-bert.md"
+    assert by_id[f"{BERT}#1"]["suggested_page"] == BERT_PAGE  # generic sections: the paper's page
+    # one section with its full text
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "plugin/scripts/plan_ingest.py"), BERT, "--wiki", str(wiki), "--section", "3.1"],
+        capture_output=True, text=True, timeout=300, env=_env(),
+    )
+    one = json.loads(proc.stdout)
+    assert [s["section_id"] for s in one["sections"]] == [f"{BERT}#3.1"]
+    assert "masked" in one["sections"][0]["text"].lower()
+
+
+def test_agent_flow_write_section_then_consistent(writer_stages, tmp_path):
+    """The skill's write step: write_section.py with the body on stdin, sources checked."""
+    wiki = _copy(writer_stages, "after_attention", tmp_path)
+    mha = read_index_md(wiki).entries
+    sid = next(s for s, e in mha.items() if e.page == "multi-head-attention.md")
+    body = "BERT uses the same multi-head self-attention in every encoder layer. [[papers/bert|BERT]]\n"
+    p = subprocess.run(
+        [sys.executable, str(REPO / "plugin/scripts/write_section.py"), "--wiki", str(wiki),
+         "--page", "multi-head-attention", "--section-id", sid, "--source", BERT,
+         "--op", "ingest", "--subject", BERT],
+        input=body, capture_output=True, text=True, timeout=120, env=_env(),
+    )
+    assert p.returncode == 0, p.stderr
+    assert json.loads(p.stdout)["status"] == "updated"
+    assert read_index_json(wiki)[sid] == [ATTENTION, BERT]
+    assert check_index_consistency(wiki) == []
+    bad = subprocess.run(
+        [sys.executable, str(REPO / "plugin/scripts/write_section.py"), "--wiki", str(wiki),
+         "--page", "../outside", "--title", "X", "--description", "x", "--source", BERT],
+        input=body, capture_output=True, text=True, timeout=120, env=_env(),
+    )
+    assert bad.returncode == 2 and "escapes" in bad.stderr
+    assert not (tmp_path / "outside.md").exists()
+
+
+def test_keyphrases_and_sentences_are_deterministic_and_clean():
+    from episteme.writer_extractive import candidate_sentences, keyphrases
+
+    text = ("Multi-head attention allows the model to jointly attend to information. "
+            "Figure 3: attention heads in layer 5 of 6 are shown here in colour. "
+            "Multi-head attention uses several attention heads. Attention heads see subspaces of keys. "
+            "x = y + z. See https://example.org for the code we release today for everyone. "
+            "Each of the attention heads projects the queries, keys and values linearly.")
+    sents = candidate_sentences(text)
+    assert sents[0].startswith("Multi-head attention allows")
+    assert not any("Figure" in s or "https" in s or s.startswith("x =") for s in sents)
+    assert len(sents) == 2  # the short ones (< 8 words) are not quotable either
+    # "attention heads" 4x beats "multi-head attention" 2x; "attention" alone is inside both
+    assert keyphrases(text, 3) == ["attention-heads", "multi-head-attention"]
+
+
+def test_cli_flags_need_write(tmp_path):
+    p = _cli("ingest", str(tmp_path / "x.pdf"), "--wiki", str(tmp_path / "w"), "--dry-run")
+    assert p.returncode == 2 and "need --write" in p.stderr
+    p = _cli("ingest", str(tmp_path / "x.pdf"), "--wiki", str(tmp_path / "w"), "--write", "--writer", "nope")
+    assert p.returncode == 2
