@@ -64,6 +64,7 @@ class Layout:
     hyphenate: bool = True
     outline: bool = False
     outline_numbers: bool = True  # whether outline titles keep "3.2" (some tools drop it)
+    interleave: bool = False  # write two-column text row by row (left, right, left, ...)
 
 
 def pdf_string(text: str) -> bytes:
@@ -135,7 +136,7 @@ class _Typesetter:
 
     def __init__(self, layout: Layout):
         self.lay = layout
-        self.pages: list[list[bytes]] = []
+        self.pages: list[list[tuple[float, float, bytes]]] = []  # (y, x, operators)
         self.heading_pages: list[tuple[str, str, int, int]] = []  # number, title, level, page
         self.margin = 72.0 if layout.columns == 1 else 54.0
         self.gutter = 18.0
@@ -186,10 +187,10 @@ class _Typesetter:
             self.next_column()
 
     def emit(self, text: str, x: float, y: float, key: str, size: float) -> None:
-        self.pages[-1].append(
+        self.pages[-1].append((y, x,
             b"BT /%s %g Tf %.2f %.2f Td " % (key.encode(), size, x, y) + pdf_string(text)
             + b" Tj ET"
-        )
+        ))
 
     # content -----------------------------------------------------------------------------
     def line(self, text: str, size: float, *, bold: bool = False, italic: bool = False,
@@ -285,7 +286,11 @@ def typeset(paper: Paper, layout: Layout | None = None) -> tuple[bytes, list]:
 
     n = len(ts.pages)
     streams = []
-    for i, ops in enumerate(ts.pages):
+    for i, placed in enumerate(ts.pages):
+        if lay.interleave:
+            # what some word processors do: emit text row by row across both columns
+            placed = sorted(placed, key=lambda t: (-round(t[0]), t[1]))
+        ops = [op for _, _, op in placed]
         extra = []
         key, _ = ts.font()
         if lay.running_header and i > 0:

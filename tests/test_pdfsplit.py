@@ -49,6 +49,8 @@ LAYOUTS = {
     ),
     "helvetica_no_hyphenation": pdfgen.Layout(family="Helvetica", hyphenate=False,
                                               page_numbers=False),
+    # rows of both columns written alternately (some word processors): reading order restored
+    "two_column_interleaved": pdfgen.Layout(columns=2, interleave=True, running_header=HEADER),
 }
 
 

@@ -17,7 +17,15 @@ from pathlib import Path
 
 from .errors import EpistemeError
 from .pdfheadings import KNOWN, NUMBERED, Heading, detect_headings, number_parts
-from .pdftext import Line, drop_furniture, join_lines, normalize_text, page_lines, vocabulary
+from .pdftext import (
+    Line,
+    drop_furniture,
+    fix_column_order,
+    join_lines,
+    normalize_text,
+    page_lines,
+    vocabulary,
+)
 
 DEFAULT_MAX_BYTES = 200 * 1024 * 1024
 
@@ -329,8 +337,9 @@ def split_pdf(
     warnings: list[str] = []
     for no, page in enumerate(reader.pages, start=1):
         try:
-            pages.append(page_lines(page, no))
-            heights.append(float(page.mediabox.height))
+            box = page.mediabox
+            pages.append(fix_column_order(page_lines(page, no), float(box.width)))
+            heights.append(float(box.height))
         except Exception as e:
             warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
             pages.append([])

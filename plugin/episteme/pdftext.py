@@ -101,8 +101,8 @@ def page_lines(page, page_no: int) -> list[Line]:
 
     def flush() -> None:
         nonlocal cur
-        if cur:
-            line = _make_line(cur, page_no)
+        for group in _split_returns(cur):
+            line = _make_line(group, page_no)
             if line is not None:
                 lines.append(line)
         cur = []
@@ -135,6 +135,93 @@ def page_lines(page, page_no: int) -> list[Line]:
     page.extract_text(visitor_text=visit)
     flush()
     return lines
+
+
+def _split_returns(runs: list[Run]) -> list[list[Run]]:
+    """Split what pypdf joined into one line where the text went back to the left on another
+    baseline (pypdf only breaks lines on large vertical moves, so rows of two columns written
+    alternately can arrive as one line)."""
+    groups: list[list[Run]] = []
+    last: Run | None = None
+    for r in runs:
+        if (
+            groups
+            and last is not None
+            and r.x is not None
+            and r.y is not None
+            and r.x < last.x - 1
+            and abs(r.y - last.y) > 0.3 * max(r.size, 1.0)
+        ):
+            groups.append([r])
+        elif groups:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+        if r.x is not None and r.y is not None:
+            last = r
+    return groups
+
+
+def fix_column_order(lines: list[Line], page_width: float) -> list[Line]:
+    """Restore column order on a page whose text was written row by row across two columns.
+
+    LaTeX writes a column at a time, so stream order is reading order and nothing changes.
+    Some producers write each row of both columns together; pypdf then returns lines that
+    hold a left-column run and a right-column run.  When at least a fifth of a page's lines
+    are such mixed lines, each is split at the gutter and the page is re-ordered: the lines
+    above the first mixed line (title, abstract) first, then the left column, then the right.
+    """
+    mid = page_width / 2
+
+    def split_at_gutter(ln: Line) -> tuple[list[Run], list[Run]] | None:
+        left: list[Run] = []
+        right: list[Run] = []
+        side = left
+        for r in ln.runs:
+            if r.x is not None:
+                side = right if r.x > mid else left
+            side.append(r)
+        if left and right and any(r.x is not None and r.x < mid - 5 for r in left):
+            return left, right
+        return None
+
+    splits = [split_at_gutter(ln) for ln in lines]
+    starts = Counter(
+        round(next(r.x for r in sp[1] if r.x is not None) / 3) for sp in splits if sp is not None
+    )
+    # in a one-column page, font changes past the middle (italics, math) start anywhere; in
+    # interleaved columns the right-hand part starts at the right column's edge, line after line
+    n_mixed = starts.most_common(1)[0][1] if starts else 0
+    if n_mixed < max(3, len(lines) // 5):
+        return lines
+    edge = starts.most_common(1)[0][0] * 3
+
+    def at_edge(x: float | None) -> bool:  # the right column's edge, or a paragraph indent
+        return x is not None and edge - 4 <= x <= edge + 30
+
+    splits = [
+        sp if sp is not None and at_edge(next(r.x for r in sp[1] if r.x is not None)) else None
+        for sp in splits
+    ]
+    first = next(i for i, sp in enumerate(splits) if sp is not None)
+    head: list[Line] = []
+    left: list[Line] = []
+    right: list[Line] = []
+    for ln in lines[:first]:  # full-width title block, except right-column lines written early
+        (right if at_edge(ln.x) else head).append(ln)
+    side = left
+    for ln, sp in zip(lines[first:], splits[first:], strict=True):
+        if sp is not None:
+            for part, dest in ((sp[0], left), (sp[1], right)):
+                made = _make_line(part, ln.page)
+                if made is not None:
+                    dest.append(made)
+            side = right
+            continue
+        if ln.x is not None:
+            side = right if ln.x > mid else left
+        side.append(ln)
+    return head + left + right
 
 
 def _make_line(runs: list[Run], page_no: int) -> Line | None:
