@@ -510,12 +510,15 @@ def apply_fixes(wiki: str | os.PathLike, report: LintReport, *, settings: Any = 
 
     root = os.fspath(wiki)
     fixes: list[dict[str, Any]] = []
+    dates = [f for f in report.findings if f.rule == "fm-date" and f.fixable]
+    indexes = any(f.rule in INDEX_FIX_RULES for f in report.findings)
+    vec = [f for f in report.findings if f.rule == "store-vector-count" and f.fixable]
+    if not (dates or indexes or vec):
+        return fixes  # nothing to do: do not even create the lock file in someone's vault
     with wiki_lock(root):
-        dates = [f for f in report.findings if f.rule == "fm-date" and f.data and f.data.get("fix_to")]
         fixes.extend(_fix_dates(root, dates))
-        if any(f.rule in INDEX_FIX_RULES for f in report.findings):
+        if indexes:
             fixes.extend(_fix_indexes(root))
-        vec = [f for f in report.findings if f.rule == "store-vector-count" and f.data and f.data.get("_missing_ids")]
         if vec:
             from .lint_stores import fix_vectors
 
