@@ -65,6 +65,7 @@ class Layout:
     outline: bool = False
     outline_numbers: bool = True  # whether outline titles keep "3.2" (some tools drop it)
     interleave: bool = False  # write two-column text row by row (left, right, left, ...)
+    outline_title: bool = False  # start the outline with the paper's title (some tools do)
 
 
 def pdf_string(text: str) -> bytes:
@@ -334,6 +335,8 @@ def make_paper_pdf(path: str | Path, paper: Paper, layout: Layout | None = None)
     lay = layout or Layout()
     data, heads = typeset(paper, lay)
     if lay.outline:
+        if lay.outline_title:
+            heads = [("", paper.title, 1, 0), *heads]
         data = add_outline(data, heads, numbers=lay.outline_numbers)
     path = Path(path)
     path.write_bytes(data)

@@ -42,7 +42,7 @@ EXPECTED = [
 
 LAYOUTS = {
     "one_column": pdfgen.Layout(columns=1),
-    "one_column_outline": pdfgen.Layout(columns=1, outline=True),
+    "one_column_outline": pdfgen.Layout(columns=1, outline=True, outline_title=True),
     "two_column": pdfgen.Layout(columns=2, running_header=HEADER, stamp=STAMP),
     "two_column_outline_unnumbered": pdfgen.Layout(
         columns=2, outline=True, outline_numbers=False, running_header=HEADER, stamp=STAMP

@@ -16,7 +16,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import EpistemeError
-from .pdfheadings import KNOWN, NUMBERED, Heading, detect_headings, number_parts
+from .pdfheadings import (
+    APPENDIX_NUMBERED,
+    KNOWN,
+    NUMBERED,
+    Heading,
+    detect_headings,
+    number_parts,
+)
 from .pdftext import (
     Line,
     drop_furniture,
@@ -193,27 +200,24 @@ def _locate_outline(
             warnings.append(f"outline entry {title!r} (page {page}) not found in the text")
             continue
         ln = lines[found]
-        m = NUMBERED.match(ln.text.strip())
-        number = m.group("num") if m else ""
-        if not number:
-            om = NUMBERED.match(title)
-            number = om.group("num") if om else ""
-        span = 1
         printed = ln.text.strip()
-        if norm_title(printed) != want and found + 1 < len(lines):
-            span = 2
-            printed = f"{printed} {lines[found + 1].text.strip()}"
-        if number:
-            pm = NUMBERED.match(printed)
-            shown = pm.group("title") if pm else title
-            lvl = len(number_parts(number))
-        else:
-            shown, lvl = (printed if norm_title(printed) == want else title), level
+        span = 1
         run_rest = ""
-        if ln.lead and norm_title(ln.lead) == want and ln.lead != ln.text.strip():
-            run_rest = ln.text.strip()[len(ln.lead):].strip()
-            shown = NUMBERED.match(ln.lead).group("title") if NUMBERED.match(ln.lead) else ln.lead
-            span = 1
+        if ln.lead and norm_title(ln.lead) == want and ln.lead != printed:
+            printed, run_rest = ln.lead, printed[len(ln.lead):].strip()  # run-in heading
+        elif (norm_title(printed) != want and found + 1 < len(lines)
+              and want.startswith(norm_title(printed))):
+            span = 2  # wrapped over two lines
+            printed = f"{printed} {lines[found + 1].text.strip()}"
+        pm = APPENDIX_NUMBERED.match(printed) or NUMBERED.match(printed)
+        om = APPENDIX_NUMBERED.match(title) or NUMBERED.match(title)
+        if pm and norm_title(pm.group("title")) == want:
+            number, shown = pm.group("num"), pm.group("title")
+        elif om:
+            number, shown = om.group("num"), om.group("title")
+        else:
+            number, shown = "", (printed if norm_title(printed) == want else title)
+        lvl = len(number_parts(number)) if number else level
         heads.append(Heading(found, span, number, shown.strip().rstrip("."), lvl, run_rest,
                              source="outline"))
         last = found
@@ -351,11 +355,14 @@ def split_pdf(
     lines = [ln for p in pages for ln in p]
 
     text_heads = detect_headings(lines)
+    title = _guess_title(reader, lines)
     used_outline = False
     heads = text_heads
     if use_outline:
         entries = _outline(reader)
         if entries:
+            # an outline entry that repeats the paper's title is not a section
+            entries = [e for e in entries if norm_title(e[0]) != norm_title(title)]
             located = _locate_outline(
                 entries, lines, warnings, {h.index for h in text_heads}
             )
@@ -363,7 +370,6 @@ def split_pdf(
                 used_outline = True
                 heads = _merge(located, text_heads)
     sections = _build_sections(lines, heads)
-    title = _guess_title(reader, lines)
     front = lines[: heads[0].index] if heads else lines[:30]
     return SplitResult(
         title=title,
