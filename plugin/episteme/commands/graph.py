@@ -95,7 +95,7 @@ def graph_query(
 
     from .. import graph as G
 
-    g = G.WikiGraph.build(wiki, today=today, jobs=jobs)
+    g = G.WikiGraph.build(wiki, today=today, jobs=jobs, keep_links=False)
     if tier is None and mode in FOCUS_MODES and g.tiers_enabled:
         tier = "active"
     if tier == "all":
