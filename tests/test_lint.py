@@ -260,3 +260,27 @@ def test_plain_lint_imports_nothing_heavy(broken):
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "HEAVY [] 1" in proc.stderr, proc.stderr
+
+
+def test_quoted_iso_date_is_unquoted_only_with_a_schema(tmp_path: Path):
+    root = tmp_path / "w"
+    shutil.copytree(REPO / "wiki", root)
+    page = "---\ntitle: A\ntype: note\nupdated: '2026-11-01'\n---\n[[B]]\n"
+    (root / "a.md").write_text(page)
+    (root / "b.md").write_text("---\ntitle: B\ntype: note\n---\n[[A]]\n")
+    [f] = lint_wiki(root).findings
+    assert (f.rule, f.file, f.line, f.fixable) == ("fm-date", "a.md", 4, True)
+    proc = run("--wiki", str(root), "--fix")
+    assert proc.returncode == 0, proc.stdout
+    assert (root / "a.md").read_text() == page.replace("'2026-11-01'", "2026-11-01")
+    (root / "SCHEMA.md").unlink()
+    (root / "a.md").write_text(page)
+    assert lint_wiki(root).findings == []  # without a schema a quoted ISO date is fine
+
+
+def test_rules_reference_lists_every_rule_with_its_severity():
+    text = (REPO / "skills" / "wiki-lint" / "references" / "rules.md").read_text(encoding="utf-8")
+    for rule, spec in RULES.items():
+        assert f"| `{rule}` | {spec.severity} |" in text, rule
+    skill = (REPO / "skills" / "wiki-lint" / "SKILL.md").read_text(encoding="utf-8")
+    assert "${CLAUDE_PLUGIN_ROOT}/plugin/scripts/wiki_lint.py" in skill

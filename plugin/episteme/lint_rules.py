@@ -319,8 +319,11 @@ def _check_date(pid: str, key: str, v: Any, line: int, *, strict: bool) -> Findi
     if isinstance(v, str):
         fixed = normalize_date_text(v)
         if fixed is not None:
-            if not strict and fixed == v.strip():
-                return None
+            if fixed == v.strip():
+                if not strict:
+                    return None
+                return finding("fm-date", pid, line, f"'{key}' is the text {v!r}, not a YAML date (--fix unquotes it)",
+                               field=key, fix_to=fixed)
             return finding("fm-date", pid, line, f"'{key}: {v}' is not written as YYYY-MM-DD (--fix writes {fixed})",
                            field=key, fix_to=fixed)
         if not strict and _readable_date(v):
