@@ -279,7 +279,8 @@ class SentenceTransformerEmbedder:
                 f"cannot load embedding model {name!r} offline (give a local path or a cached name): {e}"
             ) from e
         self.name = DEFAULT_MODEL if name in _DEFAULT_ALIASES else name
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
         self.max_tokens = int(self._model.max_seq_length)
         self._tokenizer = self._model.tokenizer
 

@@ -1,0 +1,179 @@
+#!/usr/bin/env python3
+"""Ingest speed and memory on this machine (issue 3 targets), printed as markdown.
+
+    .venv/bin/python benchmarks/bench_ingest.py [--runs 3] [--write benchmarks/RESULTS-ingest.md]
+
+- end-to-end ``episteme ingest`` of the 15-page Attention paper in a fresh process and a fresh
+  wiki (split + embed + SQLite + Chroma), median of N runs, with the process's peak RSS;
+- a cold process embedding one sentence (import + model load + encode), median of N;
+- the ONNX embedder vs sentence-transformers on the same passages in the same run (warm, median
+  of N) and the largest 1 - cos between their vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+PAPER = REPO.parent / "shared" / "data" / "papers" / "attention_1706.03762v5.pdf"
+CLEAN_ENV = {k: v for k, v in os.environ.items()
+             if not k.startswith(("WIKI_", "SQLITE_", "CHROMA_", "EMBEDDING_"))}
+
+
+def run_measured(cmd: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MiB, stdout) of one child process."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=CLEAN_ENV)
+        _, status, usage = os.wait4(proc.pid, 0)
+        wall = time.perf_counter() - t0
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        if proc.returncode != 0:
+            raise RuntimeError(f"{cmd} failed: {err.read().decode(errors='replace')[-2000:]}")
+        return wall, usage.ru_maxrss / 1024.0, out.read().decode()
+
+
+def bench_ingest(runs: int) -> dict:
+    walls, rss, reported = [], [], []
+    passages = sections = 0
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as tmp:
+            wall, peak, stdout = run_measured(
+                [sys.executable, "-m", "episteme.cli", "ingest", str(PAPER), "--wiki",
+                 str(Path(tmp) / "wiki"), "--no-progress"])
+            data = json.loads(stdout)
+            walls.append(wall)
+            rss.append(peak)
+            reported.append(data["seconds"])
+            passages, sections = data["passages"], data["sections_indexed"]
+    return {"wall": walls, "rss": rss, "inside": reported, "passages": passages,
+            "sections": sections}
+
+
+def bench_stages() -> dict:
+    """One in-process ingest split into stages (where the time goes)."""
+    from episteme.config import load_settings
+    from episteme.embedding import load_embedder
+    from episteme.passages import make_passages
+    from episteme.pdfsplit import split_pdf
+
+    t0 = time.perf_counter()
+    emb = load_embedder()
+    t_load = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    res = split_pdf(PAPER)
+    t_split = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    texts = [p.text for s in res.sections if s.kind != "references"
+             for p in make_passages(s, emb.count_tokens, max_tokens=200)]
+    t_chunk = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    emb.encode(texts)
+    t_embed = time.perf_counter() - t0
+    from episteme.ingest import ingest_paper
+
+    with tempfile.TemporaryDirectory() as tmp:
+        s = load_settings(Path(tmp) / "w", env={}, dotenv=None)
+        t0 = time.perf_counter()
+        ingest_paper(s, PAPER, progress=False, embedder=emb)
+        t_all = time.perf_counter() - t0
+    return {"model load": t_load, "split (pypdf)": t_split, "passages": t_chunk,
+            "embed": t_embed, "whole ingest_paper, warm": t_all, "texts": texts}
+
+
+def bench_cold_sentence(runs: int) -> list[float]:
+    code = ("from episteme.embedding import load_embedder\n"
+            "load_embedder().encode(['Attention is all you need.'])\n")
+    return [run_measured([sys.executable, "-c", code])[0] for _ in range(runs)]
+
+
+def bench_models(texts: list[str], runs: int) -> dict:
+    import numpy as np
+    from episteme.embedding import SentenceTransformerEmbedder, load_embedder
+
+    onnx = load_embedder()
+    t0 = time.perf_counter()
+    st = SentenceTransformerEmbedder("all-MiniLM-L6-v2")
+    st_load = time.perf_counter() - t0
+    times = {"onnx": [], "st": []}
+    vecs = {}
+    for _ in range(runs):
+        for key, model in (("onnx", onnx), ("st", st)):
+            t0 = time.perf_counter()
+            vecs[key] = model.encode(texts, batch_size=32)
+            times[key].append(time.perf_counter() - t0)
+    worst = float((1.0 - (vecs["onnx"] * vecs["st"]).sum(axis=1)).max())
+    return {"times": times, "st_load": st_load, "worst": worst, "n": len(texts),
+            "same_nn": bool(np.all(np.argmax(vecs["onnx"] @ vecs["onnx"][:5].T, 0)
+                                   == np.argmax(vecs["st"] @ vecs["st"][:5].T, 0)))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--write", type=Path, default=None, help="also write the table to this file")
+    args = ap.parse_args()
+    if not PAPER.exists():
+        print(f"missing {PAPER}", file=sys.stderr)
+        return 2
+    load_before = os.getloadavg()
+    ing = bench_ingest(args.runs)
+    cold = bench_cold_sentence(args.runs)
+    stages = bench_stages()
+    models = bench_models(stages.pop("texts"), args.runs)
+    med = statistics.median
+    lines = [
+        "# Ingest benchmark",
+        "",
+        f"Machine: {os.cpu_count()} cores (`nproc` = {len(os.sched_getaffinity(0))}), "
+        f"Python {platform.python_version()}, {platform.machine()}; "
+        f"{dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; load average before the run "
+        f"{load_before[0]:.1f} (the machine is shared and noisy). Median of {args.runs} runs.",
+        "",
+        "| measure | result | target |",
+        "|---|---|---|",
+        f"| `episteme ingest` Attention (15 pages, {ing['sections']} sections, {ing['passages']} "
+        f"passages), fresh process + fresh wiki, wall | {med(ing['wall']):.2f} s "
+        f"(runs: {', '.join(f'{x:.1f}' for x in ing['wall'])}) | ≤ 20 s |",
+        f"| same, time inside `ingest_paper` | {med(ing['inside']):.2f} s | |",
+        f"| peak RSS of that process | {max(ing['rss']):.0f} MiB | reported |",
+        f"| cold process: import + load + embed one sentence | {med(cold):.2f} s "
+        f"(runs: {', '.join(f'{x:.2f}' for x in cold)}) | ≤ 1.5 s |",
+        f"| embed {models['n']} passages, ONNX (warm) | {med(models['times']['onnx']):.2f} s | |",
+        f"| embed {models['n']} passages, sentence-transformers (warm) | "
+        f"{med(models['times']['st']):.2f} s | |",
+        f"| speed ratio sentence-transformers / ONNX | "
+        f"{med(models['times']['st']) / med(models['times']['onnx']):.2f}× | |",
+        f"| sentence-transformers model load (in a process that had not imported torch) | "
+        f"{models['st_load']:.2f} s | |",
+        f"| max 1 − cos(ONNX, sentence-transformers) over those passages | {models['worst']:.1e} "
+        f"| ≤ 1e-4 |",
+        "",
+        "Where the time goes (one in-process run, warm imports):",
+        "",
+        "| stage | seconds |",
+        "|---|---|",
+        *[f"| {k} | {v:.2f} |" for k, v in stages.items()],
+        "",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        args.write.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
