@@ -66,6 +66,7 @@ class Layout:
     outline_numbers: bool = True  # whether outline titles keep "3.2" (some tools drop it)
     interleave: bool = False  # write two-column text row by row (left, right, left, ...)
     outline_title: bool = False  # start the outline with the paper's title (some tools do)
+    ieee: bool = False  # "II. CAPITALS" sections in the body font, italic "A. Title" subsections
 
 
 def pdf_string(text: str) -> bytes:
@@ -247,9 +248,28 @@ class _Typesetter:
         self.y -= size * 0.8
         self.need(size * 1.2 + self.lay.body_size * 3.6)  # keep with the next lines
         text = f"{number} {title}" if number else title
-        self.line(text, size, bold=True)
+        if self.lay.ieee and number and number[0].isdigit():
+            parts = number.split(".")
+            if level == 1:
+                self.line(f"{to_roman(int(parts[0]))}. {title.upper()}", self.lay.body_size)
+            else:
+                self.line(f"{chr(64 + int(parts[-1]))}. {title}", self.lay.body_size,
+                          italic=True)
+        elif self.lay.ieee and not number:
+            self.line(title.upper(), self.lay.body_size)
+        else:
+            self.line(text, size, bold=True)
         self.heading_pages.append((number, title, level, len(self.pages) - 1))
         self.y -= size * 0.3
+
+
+def to_roman(n: int) -> str:
+    out = ""
+    for value, sym in ((10, "X"), (9, "IX"), (5, "V"), (4, "IV"), (1, "I")):
+        while n >= value:
+            out += sym
+            n -= value
+    return out
 
 
 def typeset(paper: Paper, layout: Layout | None = None) -> tuple[bytes, list]:

@@ -258,3 +258,23 @@ def test_example_paper_splits_into_its_sections():
     assert kinds[:2] == ["front", "abstract"] and kinds.count("references") == 1
     assert res.authors == ["Ada Quill", "Bram Osei"]
     assert all(s.text for s in res.sections)
+
+
+def test_ieee_roman_sections_and_italic_lettered_subsections(tmp_path):
+    paper = _paper()
+    paper.sections = [s for s in paper.sections if s.level < 3]
+    paper.appendix = paper.appendix[:1]
+    f = pdfgen.make_paper_pdf(tmp_path / "ieee.pdf", paper, pdfgen.Layout(columns=2, ieee=True))
+    got = [(s.number, s.title, s.level, s.kind) for s in split_pdf(f).sections[1:]]
+    assert got == [
+        ("", "Abstract", 1, "abstract"),
+        ("I", "INTRODUCTION", 1, "body"),
+        ("II", "MEASURING THE SEA SURFACE", 1, "body"),
+        ("II.A", "Float Gauges and Stilling Wells", 2, "body"),
+        ("II.B", "Pressure Sensors", 2, "body"),
+        ("III", "ALIGNING NEIGHBOURING STATIONS", 1, "body"),
+        ("III.A", "Datum Corrections", 2, "body"),
+        ("IV", "CONCLUSION", 1, "body"),
+        ("", "REFERENCES", 1, "references"),
+        ("A", "Station List", 1, "appendix"),
+    ]

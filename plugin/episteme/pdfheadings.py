@@ -26,6 +26,8 @@ from .pdftext import Line
 NUMBERED = re.compile(
     r"^(?P<num>(?:\d{1,2}|[A-H])(?:\.\d{1,2}){0,3})(?P<dot>\.?)\s+(?P<title>\S.*)$"
 )
+# IEEE style: "IV. EXPERIMENTS" (a period is required, so a pronoun "I" never matches)
+ROMAN = re.compile(r"^(?P<num>(?=[IVX])X{0,3}(?:IX|IV|V?I{0,3}))\.\s+(?P<title>\S.*)$")
 APPENDIX_NUMBERED = re.compile(
     r"^(?:appendix|supplementary material)\s+(?P<num>[A-H](?:\.\d{1,2}){0,2})\s*[.:\-–—]?\s*(?P<title>\S.*)$",
     re.I,
@@ -53,6 +55,20 @@ class Heading:
     rest: str = ""  # text after a run-in heading on its first line (belongs to the body)
     style: tuple[str, float] | None = None
     source: str = "text"  # "text" or "outline"
+
+
+def roman_value(s: str) -> int:
+    vals = {"I": 1, "V": 5, "X": 10}
+    total = 0
+    for a, b in zip(s, s[1:] + " ", strict=True):
+        v = vals[a]
+        total += -v if b != " " and vals.get(b, 0) > v else v
+    return total
+
+
+def is_italic(font: str) -> bool:
+    base = font.split("+", 1)[-1].lower()
+    return any(k in base for k in ("ital", "oblique", "-it", "cmti", "ti10", "-bi"))
 
 
 def number_parts(number: str) -> tuple:
@@ -112,6 +128,8 @@ def has_evidence(line: Line, title: str, stats: DocStats, *, run_in: bool = Fals
     upper = len(letters) >= 3 and all(c.isupper() for c in letters)
     if line.bold or line.size >= stats.body_size + 0.8 or upper:
         return True
+    if not run_in and is_italic(line.font) and not is_italic(stats.body_font):
+        return True  # IEEE subsections: italic on a line of their own
     fam = _family(line.font)
     return (run_in or line.size >= stats.body_size - 1.5) and fam != _family(
         stats.body_font
@@ -164,6 +182,7 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
     prev_num: tuple | None = None
     seen_refs = False
     consumed: set[int] = set()
+    roman_top = ""  # set once the paper numbers its sections I., II., ... (IEEE)
 
     for i, ln in enumerate(lines):
         if i in consumed:
@@ -171,6 +190,22 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
         text = ln.text.strip()
         lead = ln.lead
         run_in = bool(lead) and len(lead) < len(text) - 1 and text.startswith(lead)
+        # -- Roman-numbered sections (IEEE) ---------------------------------------------------
+        r = ROMAN.match(text)
+        if r and not seen_refs and (roman_top or prev_num is None):
+            cand = (roman_value(r.group("num")),)
+            title = r.group("title")
+            if (
+                plausible_title(title, numbered=True)
+                and has_evidence(ln, title, stats)
+                and fits_after(prev_num, cand, letters_ok=False)
+            ):
+                span, title = _join_wrapped(lines, i, title, ln, stats, False)
+                consumed.update(range(i + 1, i + span))
+                roman_top = r.group("num")
+                heads.append(Heading(i, span, roman_top, _clean_title(title), 1, "", _style(ln)))
+                prev_num = cand
+                continue
         # -- numbered -------------------------------------------------------------------------
         m = APPENDIX_NUMBERED.match(text) or NUMBERED.match(text)
         if m:
@@ -180,10 +215,17 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
                 num = mm.group("num")
                 title = mm.group("title")
                 cand = number_parts(num)
+                if roman_top and not seen_refs and mm.re is NUMBERED:
+                    if not (len(cand) == 1 and isinstance(cand[0], str)):
+                        cand = ()  # Arabic numbers under Roman sections are list items
+                    else:  # IEEE subsection "B." under section "III."
+                        cand = (prev_num[0], ord(cand[0]) - 64) if prev_num else ()
+                        num = f"{roman_top}.{mm.group('num')}"
                 strong = ln.bold and ln.size >= stats.body_size + 0.8 and not is_run_in
                 ok = (
                     plausible_title(title, numbered=True, lower_ok=strong)
                     and has_evidence(ln, title, stats, run_in=is_run_in)
+                    and bool(cand)
                     and fits_after(prev_num, cand, letters_ok=True)
                     and (not isinstance(cand[0], str) or len(cand) > 1 or seen_refs or
                          ln.bold or ln.size >= stats.body_size + 0.8 or title.isupper())

@@ -253,7 +253,7 @@ def _kinds(heads: list[Heading]) -> list[str]:
             continue
         if (
             t.startswith(("appendix", "appendices", "supplementary"))
-            or (h.number and h.number[0].isalpha())
+            or re.match(r"^[A-H](\.\d+)*$", h.number)
             or state == "references"
         ):
             state = "appendix"
