@@ -140,7 +140,7 @@ def main() -> int:
         lines.append(
             f"| {label} | {n} | {f:.3f} | {r['bare_yaml'][0]:.3f} | {r['stats'][0]:.3f} | "
             f"{r['stats_1'][0]:.3f} | {r['hubs'][0]:.3f} | {r['stats'][0] / f:.2f}× | "
-            f"{r['hubs'][0] / f:.2f}× | {1000 * r['stats'][0] / max(n, 1):.1f} | "
+            f"{r['hubs'][0] / f:.2f}× | {1e6 * r['stats'][0] / max(n, 1):.0f} | "
             f"{max(r['stats'][1], r['stats_1'][1]):.0f} |"
         )
     lines += [

@@ -536,9 +536,8 @@ def extract_links(body: bytes, first_line: int = 1) -> list[Link]:
 
 def scan_links(body: bytes, first_line: int = 1) -> LinkList:
     """:func:`extract_links` as a compact :class:`LinkList` (what pages store)."""
-    links = LinkList()
     if b"[[" not in body:
-        return links
+        return _linklist_from((), array("i"))
     has_code = b"`" in body or b"~~~" in body
     regions = _fenced_regions(body) if has_code else None
     targets: list[str] = []
@@ -585,10 +584,7 @@ def scan_links(body: bytes, first_line: int = 1) -> LinkList:
             last = s
             add_target(_intern(target, target))
             add_line(line)
-    if targets:
-        links.targets = tuple(targets)
-        links.lines = array("i", lines)
-    return links
+    return _linklist_from(tuple(targets), array("i", lines))
 
 
 # --------------------------------------------------------------------------------------------
