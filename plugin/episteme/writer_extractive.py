@@ -310,7 +310,7 @@ def plan_extractive(
             plan.skipped.append({"paper_section": s.id, "title": s.title, "reason": "no quotable sentences"})
             writable.remove(s)
     paper_page = paper_page_for(wiki, info)
-    paper_label = short_title(info.title)
+    paper_label = short_title(info.title) if ":" in info.title else info.title
     paper_link = wikilink(paper_page, paper_label)
 
     # -- topics and their related wiki sections ------------------------------------------------
@@ -322,7 +322,8 @@ def plan_extractive(
             continue
         title = clean_title(s.title)
         sents = keys[s.id].top(TOPIC_SENTENCES)
-        topics.append(_Topic(s, title, slugify(title, max_len=60), sents, keyphrases(s.text, 3), None))
+        tags = keyphrases(f"{title}. " * 3 + s.text, 3)  # the title counts: short sections still get tags
+        topics.append(_Topic(s, title, slugify(title, max_len=60), sents, tags, None))
     qvecs = _embed_norm(embedder, [f"{t.title}. {' '.join(t.sentences)}" for t in topics])
     for t, v in zip(topics, qvecs, strict=True):
         t.vector = v
