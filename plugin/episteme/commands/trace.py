@@ -1,0 +1,72 @@
+"""``episteme trace --answer - [--sections sec_002,sec_007 | --papers a.pdf,b.pdf]``: split an
+answer into claims and find, for each, the paper passages that support it.
+
+The scope is the source papers of the given wiki sections (via ``index.json``), or the named
+papers, or every ingested paper.  Claims whose best passage scores below the calibrated
+threshold are listed in ``unsupported_claims``.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from ..cliutil import ArgumentParser, print_json, run_main
+from ._stores import add_store_options, settings_from_args
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="episteme trace", description=__doc__.splitlines()[0])
+    p.add_argument("--answer", required=True,
+                   help="the answer text, or - to read it from stdin, or @FILE to read a file")
+    p.add_argument("--sections", default=None,
+                   help="comma-separated wiki section ids the answer was written from")
+    p.add_argument("--papers", default=None, help="comma-separated paper file names to search")
+    p.add_argument("--top", type=int, default=3, help="passages reported per claim (default 3)")
+    p.add_argument("--threshold", type=float, default=None,
+                   help="support score below which a claim is unsupported (default: calibrated)")
+    p.add_argument("--include-references", action="store_true",
+                   help="also trace into reference-list sections (excluded by default)")
+    p.add_argument("--format", choices=["json", "text"], default="json")
+    add_store_options(p)
+    return p
+
+
+def read_answer(value: str) -> str:
+    """``-`` = stdin, ``@path`` = a file, anything else is the text itself."""
+    from ..errors import UsageError
+
+    if value == "-":
+        return sys.stdin.read()
+    if value.startswith("@"):
+        try:
+            with open(value[1:], encoding="utf-8", errors="replace") as fh:
+                return fh.read()
+        except OSError as e:
+            raise UsageError(f"cannot read the answer file {value[1:]}: {e.strerror}") from None
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    state = {"format": "json"}
+
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        state["format"] = args.format
+        from ..errors import UsageError
+        from ..trace import Tracer, format_trace_text
+
+        if args.sections and args.papers:
+            raise UsageError("give --sections or --papers, not both")
+        if args.top < 1 or args.top > 20:
+            raise UsageError("--top must be between 1 and 20")
+        answer = read_answer(args.answer)
+        tracer = Tracer(settings_from_args(args))
+        result = tracer.trace(answer, sections=args.sections, papers=args.papers, top=args.top,
+                              threshold=args.threshold, include_references=args.include_references)
+        if args.format == "text":
+            sys.stdout.write(format_trace_text(result))
+        else:
+            print_json(result)
+        return 0
+
+    return run_main(body, json_errors=lambda: state["format"] == "json")
