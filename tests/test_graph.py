@@ -213,6 +213,15 @@ def test_stats_keys_and_counts(gwiki: Path, capsys):
     assert r["frontmatter_errors"] == 0
 
 
+def test_stats_counts_frontmatter_errors_and_keeps_the_page(tmp_path: Path, capsys):
+    root = make_wiki(tmp_path, {"bad.md": "---\ntitle: [unclosed\n---\n[[good]]\n", "good.md": "---\ntitle: Good\n---\n"})
+    rc, r, _ = run(capsys, "--wiki", str(root), "--mode", "stats")
+    assert rc == 0 and r["pages"] == 2 and r["edges"] == 1 and r["frontmatter_errors"] == 1
+    (err,) = r["frontmatter_error_pages"]
+    # PyYAML notices the unclosed list at the end of the block: the closing --- (line 3)
+    assert err["id"] == "bad.md" and err["line"] == 3 and "invalid YAML" in err["error"]
+
+
 def test_neighbors_layers_undirected(gwiki: Path, capsys):
     rc, r, _ = run(capsys, *args(gwiki, "--mode", "neighbors", "--seed", "d", "--depth", "2"))
     assert rc == 0

@@ -666,6 +666,8 @@ def scan_wiki(root: str | os.PathLike, *, jobs: int | None = None) -> list[Page]
     ids = iter_page_files(root)
     if jobs is None:
         jobs = default_jobs(len(ids))
+    if len(_TARGETS) > 200_000:  # a long-lived process (the server) scanning many wikis
+        _TARGETS.clear()
     if jobs <= 1 or len(ids) < 2:
         out = _scan_chunk((root, ids))
         _VALUE_CACHE.clear()
