@@ -136,7 +136,7 @@ def small_paper_pdf(path: Path, tag: str) -> Path:
             f"on three benchmarks show that {topic} improves when the {noun} are chosen by their "
             f"{adj} scores, and the gains hold across model sizes and data sets.")
     paper = Paper(
-        title=f"A Study of {topic.title()} ({tag})",
+        title=f"Notes on {topic.title()} ({tag})",
         authors=["Ada Example", "Ben Sample"],
         affiliations=["Example University"],
         abstract=f"This paper is about {topic}. " + para,

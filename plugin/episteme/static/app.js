@@ -316,7 +316,8 @@
   function choose(file) {
     chosen = file || null;
     $("#dz-main").textContent = chosen ? chosen.name : "Drop a PDF here or choose a file";
-    $("#dz-sub").textContent = chosen ? (chosen.size / 1048576).toFixed(2) + " MB" : "";
+    $("#dz-sub").textContent = !chosen ? "" : chosen.size >= 1048576
+      ? (chosen.size / 1048576).toFixed(1) + " MB" : Math.max(1, Math.round(chosen.size / 1024)) + " kB";
     $("#upload-btn").disabled = !chosen;
     $("#ingest-error").hidden = true;
   }
