@@ -620,7 +620,8 @@ def tag_matches(tags: list[str], tag: str) -> bool:
 def cluster(g: WikiGraph, tag: str, tier: str | None = None, limit: int | None = None) -> dict[str, Any]:
     """The pages carrying ``tag`` (nested ``tag/x`` counts) and how tightly they link.
 
-    ``members`` (id order, each with its in-degree), ``anchor`` (member with most in-links
+    ``members`` (id order, each with its in-degree; with ``limit`` the ``limit`` members with
+    most in-links), ``member_count`` (before the limit), ``anchor`` (member with most in-links
     in the graph, ties by id), ``intra_edges`` (unordered member pairs linked either way),
     ``external_edges`` (links from members to non-members), ``density`` =
     intra / (N·(N−1)/2) (0 for N < 2).  An unknown tag is a :class:`NotFoundError`."""
