@@ -278,3 +278,19 @@ def test_ieee_roman_sections_and_italic_lettered_subsections(tmp_path):
         ("", "REFERENCES", 1, "references"),
         ("A", "Station List", 1, "appendix"),
     ]
+
+
+def test_title_plausibility_rules():
+    from episteme.pdfheadings import plausible_title
+
+    assert plausible_title("Scaled Dot-Product Attention", numbered=True)
+    assert plausible_title("[D1] Discover Relevant Citations", numbered=True)
+    for bad in [
+        "Introduction . . . . . . . . . . 3",  # table of contents
+        "layers are stacked on top of each other",  # sentence continuing after a number
+        "0.5 12.3 45.1 88.0",  # table row
+        "Smith, J., Doe, A. and Roe, B. Learning things. In Proc. of the Conference, 2019.",
+        "Department of Computer Science, University of Somewhere,",
+        "Figure 3: Attention weights",
+    ]:
+        assert not plausible_title(bad, numbered=True), bad

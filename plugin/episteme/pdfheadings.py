@@ -151,6 +151,8 @@ def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bo
         return False
     if t.endswith((",", ";", "-")) or "@" in t or "http" in t.lower():
         return False
+    if re.search(r"(\.\s?){4,}|…", t):  # a table-of-contents line with dot leaders
+        return False
     chars = [c for c in t if not c.isspace()]
     alpha = sum(c.isalpha() for c in chars)
     if alpha < 0.6 * len(chars):

@@ -92,8 +92,12 @@ def check_pdf_bytes(data: bytes, max_bytes: int | None = DEFAULT_MAX_BYTES) -> N
 
 def _open(data: bytes):
     import io
+    import logging
 
     import pypdf
+
+    # pypdf logs every repaired xref entry; a damaged file is reported by PdfError or not at all
+    logging.getLogger("pypdf").setLevel(logging.ERROR)
 
     try:
         reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
