@@ -66,11 +66,20 @@ class Layout:
     outline_numbers: bool = True  # whether outline titles keep "3.2" (some tools drop it)
     interleave: bool = False  # write two-column text row by row (left, right, left, ...)
     outline_title: bool = False  # start the outline with the paper's title (some tools do)
+    ligatures: bool = True  # print "fi"/"fl" with ligature glyphs
     ieee: bool = False  # "II. CAPITALS" sections in the body font, italic "A. Title" subsections
 
 
-def pdf_string(text: str) -> bytes:
+# Codes 1 and 2 are re-mapped to the fonts' "fi"/"fl" ligature glyphs (as TeX output uses
+# them), so extraction yields U+FB01/U+FB02 and the splitter's NFKC repair is exercised.
+LIGATURES = {"fi": "\x01", "fl": "\x02"}
+
+
+def pdf_string(text: str, *, ligatures: bool = False) -> bytes:
     """A PDF literal string in WinAnsi (cp1252), with ( ) \\ escaped."""
+    if ligatures:
+        for pair, code in LIGATURES.items():
+            text = text.replace(pair, code)
     raw = text.encode("cp1252", errors="replace")
     out = bytearray(b"(")
     for b in raw:
@@ -97,7 +106,8 @@ def write_pdf(pages: list[bytes], *, compress: bool = True, info_title: str | No
     for key, base in FONTS.items():
         font_ids[key] = add(
             b"<< /Type /Font /Subtype /Type1 /BaseFont /" + base.encode()
-            + b" /Encoding /WinAnsiEncoding >>"
+            + b" /Encoding << /Type /Encoding /BaseEncoding /WinAnsiEncoding"
+            b" /Differences [1 /fi /fl] >> >>"
         )
     font_res = b" ".join(b"/%s %d 0 R" % (k.encode(), v) for k, v in font_ids.items())
     pages_id = len(objects) + 1 + 2 * len(pages)  # reserved below
@@ -190,7 +200,8 @@ class _Typesetter:
 
     def emit(self, text: str, x: float, y: float, key: str, size: float) -> None:
         self.pages[-1].append((y, x,
-            b"BT /%s %g Tf %.2f %.2f Td " % (key.encode(), size, x, y) + pdf_string(text)
+            b"BT /%s %g Tf %.2f %.2f Td " % (key.encode(), size, x, y)
+            + pdf_string(text, ligatures=self.lay.ligatures)
             + b" Tj ET"
         ))
 
@@ -233,6 +244,16 @@ class _Typesetter:
             lines.append(cur)
         return lines
 
+    def wrap_plain(self, text: str, size: float, width: float, base: str) -> list[str]:
+        """Word wrap without hyphenation (headings are never hyphenated)."""
+        lines: list[str] = []
+        for w in text.split():
+            if lines and self.width(f"{lines[-1]} {w}", base, size) <= width:
+                lines[-1] = f"{lines[-1]} {w}"
+            else:
+                lines.append(w)
+        return lines
+
     def paragraph(self, text: str, *, size: float | None = None, full_width: bool = False,
                   first_indent: float = 12.0) -> None:
         size = size or self.lay.body_size
@@ -258,7 +279,11 @@ class _Typesetter:
         elif self.lay.ieee and not number:
             self.line(title.upper(), self.lay.body_size)
         else:
-            self.line(text, size, bold=True)
+            # long headings wrap, with the continuation aligned after the number
+            _, base = self.font(bold=True)
+            hang = self.width(f"{number} ", base, size) if number else 0.0
+            for k, part in enumerate(self.wrap_plain(text, size, self.col_width - hang, base)):
+                self.line(part, size, bold=True, indent=hang if k else 0.0)
         self.heading_pages.append((number, title, level, len(self.pages) - 1))
         self.y -= size * 0.3
 
