@@ -97,3 +97,13 @@ def test_over_long_sentence_is_cut_at_word_boundaries(count_tokens):
 
 def test_empty_section_has_no_passages(count_tokens):
     assert make_passages(_section(""), count_tokens) == []
+
+
+def test_a_single_enormous_word_is_cut_too(count_tokens):
+    # no spaces, but punctuation splits it into ~1,000 word pieces (a URL, a formula)
+    blob = "-".join(f"w{i}" for i in range(400))
+    text = f"See {blob} for the raw data. Done."
+    ps = make_passages(_section(text), count_tokens, max_tokens=100)
+    assert len(ps) >= 8
+    assert all(count_tokens(p.text) <= 100 for p in ps)
+    assert "".join(p.text for p in ps if blob.find(p.text) >= 0) == blob

@@ -95,8 +95,30 @@ def _cut_long(text: str, span: tuple[int, int], count: Callable[[str], int], lim
         # grow greedily; counting the candidate piece keeps the result exact for any tokenizer
         while j < len(words) and count(text[span[0] + words[i][0]:span[0] + words[j][1]]) <= limit:
             j += 1
-        pieces.append((span[0] + words[i][0], span[0] + words[j - 1][1]))
+        start, end = span[0] + words[i][0], span[0] + words[j - 1][1]
+        if j == i + 1 and count(text[start:end]) > limit:
+            pieces.extend(_cut_word(text, start, end, count, limit))
+        else:
+            pieces.append((start, end))
         i = j
+    return pieces
+
+
+def _cut_word(text: str, start: int, end: int, count: Callable[[str], int], limit: int) -> list[
+    tuple[int, int]
+]:
+    """Cut one enormous 'word' (a URL, a base64 blob, a run of symbols) by characters."""
+    pieces = []
+    while start < end:
+        lo, hi = start + 1, end
+        while lo < hi:  # the longest prefix that fits
+            mid = (lo + hi + 1) // 2
+            if count(text[start:mid]) <= limit:
+                lo = mid
+            else:
+                hi = mid - 1
+        pieces.append((start, lo))
+        start = lo
     return pieces
 
 
