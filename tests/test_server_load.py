@@ -1,0 +1,87 @@
+"""Concurrency on a real server: simultaneous uploads are serialized by the writer queue and
+lose nothing; a small version of benchmarks/bench_server_load.py (chat clients during ingests).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+from ingested_wiki import wiki_settings
+from serverlive import (  # noqa: F401  (written_template is a fixture)
+    LiveServer,
+    request,
+    small_paper_pdf,
+    upload,
+    wait_job,
+    written_template,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("bench_server_load",
+                                                  REPO / "benchmarks" / "bench_server_load.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def served(written_template, tmp_path):  # noqa: F811
+    wiki = tmp_path / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    with LiveServer(wiki_settings(wiki), write_mode="extractive") as srv:
+        yield srv
+
+
+def test_concurrent_uploads_are_serialized_and_nothing_is_lost(served, tmp_path):
+    wiki = served.settings.wiki
+    before = json.loads((wiki / "index.json").read_text())
+    log_before = (wiki / "log.md").read_text().count("\n## ")
+    pdfs = [small_paper_pdf(tmp_path / f"{t}.pdf", t) for t in ("alpha", "beta")]
+    results: dict[str, tuple[int, dict]] = {}
+    gate = threading.Barrier(len(pdfs))
+
+    def send(pdf: Path) -> None:
+        gate.wait()
+        results[pdf.name] = upload(served.url, pdf.name, pdf.read_bytes())[:2]
+
+    threads = [threading.Thread(target=send, args=(p,)) for p in pdfs]
+    for t in threads:
+        t.start()
+    # meanwhile one more as a background job
+    late = small_paper_pdf(tmp_path / "delta.pdf", "delta")
+    status, job, _ = upload(served.url, late.name, late.read_bytes(), "?wait=false")
+    assert status == 202
+    for t in threads:
+        t.join(600)
+    final = wait_job(served.url, job["job"])
+    assert final["status"] == "done", final
+    results[late.name] = (200, final["result"])
+
+    assert {n: s for n, (s, _) in results.items()} == dict.fromkeys(
+        ["alpha.pdf", "beta.pdf", "delta.pdf"], 200)
+    bodies = [b for _, b in results.values()]
+    problems = _bench().check_nothing_lost(wiki, before, bodies)
+    assert problems == []
+    new = [sid for b in bodies for sid in b["new_sections"]]
+    assert len(new) == len(set(new)) >= 6  # no section id handed out twice
+    after = json.loads((wiki / "index.json").read_text())
+    assert set(after) == set(before) | set(new)
+    # one log entry per written paper, none interleaved or lost
+    log = (wiki / "log.md").read_text()
+    assert log.count("\n## ") - log_before >= 3
+    for name in ("alpha.pdf", "beta.pdf", "delta.pdf"):
+        assert name in log
+    # the queue ran them one at a time: no two jobs overlap in time
+    status, jobs, _ = request("GET", served.url + "/jobs")
+    spans = sorted((j["started_at"], j["finished_at"]) for j in jobs["jobs"])
+    assert len(spans) == 3
+    for (_, e1), (s2, _) in zip(spans[:-1], spans[1:], strict=True):
+        assert e1 <= s2
