@@ -299,7 +299,7 @@ def check_frontmatter(page: Page, rules: PageRules, lines: Any) -> list[Finding]
     if "fm-date" in on:
         for key in rules.date_fields:
             if key in props:
-                f = _check_date(pid, key, props[key], at(key), strict=rules.has_fields)
+                f = _check_date(pid, key, props[key], at, strict=rules.has_fields)
                 if f is not None:
                     out.append(f)
     if "fm-tier-override" in on and "tier_override" in props:
@@ -310,10 +310,11 @@ def check_frontmatter(page: Page, rules: PageRules, lines: Any) -> list[Finding]
     return out
 
 
-def _check_date(pid: str, key: str, v: Any, line: int, *, strict: bool) -> Finding | None:
+def _check_date(pid: str, key: str, v: Any, at: Any, *, strict: bool) -> Finding | None:
     """``strict`` (the schema declares the field a date): only real YAML dates pass; without a
     schema, anything :func:`episteme.schema.page_date` reads (epoch numbers, datetime text)
-    passes and only unreadable or oddly written dates are reported."""
+    passes and only unreadable or oddly written dates are reported.  ``at(key)`` gives the
+    line, asked only when there is a finding (it costs a pass over the frontmatter)."""
     if v is None or isinstance(v, _dt.date):
         return None
     if isinstance(v, str):
@@ -322,18 +323,18 @@ def _check_date(pid: str, key: str, v: Any, line: int, *, strict: bool) -> Findi
             if fixed == v.strip():
                 if not strict:
                     return None
-                return finding("fm-date", pid, line, f"'{key}' is the text {v!r}, not a YAML date (--fix unquotes it)",
+                return finding("fm-date", pid, at(key), f"'{key}' is the text {v!r}, not a YAML date (--fix unquotes it)",
                                field=key, fix_to=fixed)
-            return finding("fm-date", pid, line, f"'{key}: {v}' is not written as YYYY-MM-DD (--fix writes {fixed})",
+            return finding("fm-date", pid, at(key), f"'{key}: {v}' is not written as YYYY-MM-DD (--fix writes {fixed})",
                            field=key, fix_to=fixed)
         if not strict and _readable_date(v):
             return None
-        return finding("fm-date", pid, line, f"'{key}: {v}' is not a date (write YYYY-MM-DD)", field=key)
+        return finding("fm-date", pid, at(key), f"'{key}: {v}' is not a date (write YYYY-MM-DD)", field=key)
     if isinstance(v, (int, float)) and not isinstance(v, bool):
         if not strict and _readable_date(v):
             return None
-        return finding("fm-date", pid, line, f"'{key}: {v}' is a number, not a date (write YYYY-MM-DD)", field=key)
-    return finding("fm-date", pid, line, f"'{key}' is a {_type_name(v)}, not a date", field=key)
+        return finding("fm-date", pid, at(key), f"'{key}: {v}' is a number, not a date (write YYYY-MM-DD)", field=key)
+    return finding("fm-date", pid, at(key), f"'{key}' is a {_type_name(v)}, not a date", field=key)
 
 
 def check_sections(page_id: str, data: bytes, enabled: frozenset[str]) -> tuple[list[SectionInfo], list[Finding]]:
@@ -427,25 +428,41 @@ def _lint_chunk(args: tuple[str, list[str], PageRules]) -> list[PageResult]:
     return [lint_page(root, pid, rules) for pid in ids]
 
 
+def _lint_packed(args: tuple[str, list[str], PageRules]) -> list[tuple]:
+    """Worker side of a parallel scan: plain tuples pickle several times faster than
+    dataclass instances (the same trick as :func:`episteme.pages.scan_wiki`)."""
+    return [
+        ((p.id, p.path, p.props, p.links, p.fm_error, p.fm_error_line, p.has_frontmatter), r.sections, r.findings,
+         r.key_lines)
+        for r in _lint_chunk(args)
+        for p in (r.page,)
+    ]
+
+
 def scan_and_check(root: str, rules: PageRules, *, jobs: int | None = None) -> list[PageResult]:
     """Every page, read once, parsed and checked; sorted by id.  Same page list and the same
     process split as :func:`episteme.pages.scan_wiki`."""
-    from .pages import PARALLEL_MIN_PAGES, iter_page_files
+    from . import pages as _pages
 
-    ids = iter_page_files(root)
+    ids = _pages.iter_page_files(root)
     if jobs is None:
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        jobs = min(cpus, max(1, len(ids) // PARALLEL_MIN_PAGES))
-    if jobs <= 1 or len(ids) < 2:
-        return _lint_chunk((root, ids, rules))
-    import multiprocessing as mp
+        jobs = _pages.default_jobs(len(ids))
+    try:
+        if jobs <= 1 or len(ids) < 2:
+            return _lint_chunk((root, ids, rules))
+        import multiprocessing as mp
 
-    chunks = [(root, ids[i::jobs], rules) for i in range(jobs)]
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    with ctx.Pool(jobs) as pool:
-        pending = pool.map_async(_lint_chunk, chunks[1:])
-        first = _lint_chunk(chunks[0])
-        parts = pending.get()
-    merged = first + [r for part in parts for r in part]
-    merged.sort(key=lambda r: r.page.id)
-    return merged
+        step = -(-len(ids) // jobs)
+        chunks = [(root, ids[k : k + step], rules) for k in range(0, len(ids), step)]
+        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
+        with ctx.Pool(len(chunks) - 1) as pool:
+            pending = pool.map_async(_lint_packed, chunks[1:])
+            first = _lint_chunk(chunks[0])
+            parts = pending.get()
+        for rows in parts:
+            first.extend(PageResult(Page(*p), sec, fs, kl) for p, sec, fs, kl in rows)
+        return first  # contiguous slices of a sorted list, in order: still sorted
+    finally:
+        cache = getattr(_pages, "_VALUE_CACHE", None)
+        if cache is not None:  # the scan's per-run value cache (a long-lived server lints many wikis)
+            cache.clear()
