@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import os
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,32 @@ from .fsutil import sanitize_filename, wiki_lock
 
 PASSAGE_MAX_TOKENS = 200  # well under the model's 256-word-piece window (specials included)
 NOT_EMBEDDED_KINDS = frozenset({"references"})  # kept in SQLite, never traced to
+
+
+_THREAD_LOCKS: dict[str, threading.RLock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def _locked(settings):
+    """The wiki's writer lock for this process *and* its threads.
+
+    ``fsutil.wiki_lock`` is re-entrant per process (so nested writers do not deadlock), which
+    means two threads of one server would both get it; a per-wiki RLock serialises them."""
+    key = str(Path(settings.wiki).resolve())
+    with _THREAD_LOCKS_GUARD:
+        lock = _THREAD_LOCKS.setdefault(key, threading.RLock())
+    with lock, wiki_lock(settings.wiki):
+        yield
+
+
+def _warm_chroma() -> None:
+    """Import chromadb (~1-3 s of Python) on a side thread while the PDF is split and embedded;
+    onnxruntime releases the GIL, so the two overlap."""
+    with contextlib.suppress(Exception):
+        from .vectors import _chromadb
+
+        _chromadb()
 
 
 @dataclass
@@ -212,13 +239,19 @@ def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
     paper_id = paper_id_for(name or Path(pdf_path).name)
     sha = sha256_bytes(data)
     if not force and _is_unchanged(settings, paper_id, sha):
-        with wiki_lock(settings.wiki), open_store(settings) as store:
+        with _locked(settings), open_store(settings) as store:
             if _is_unchanged(settings, paper_id, sha, store=store):
                 out = paper_json(store, paper_id, "unchanged")
                 out["message"] = f"{paper_id} is already ingested with the same content (sha256); use --force to redo it"
                 return out
 
     embedder = embedder or get_embedder(settings)
+    # Everything this thread imports from here on is imported now, so the side thread's
+    # imports cannot race ours (a half-imported numpy/pypdf seen from two threads breaks).
+    from . import passages, pdfsplit  # noqa: F401
+
+    if "chromadb" not in sys.modules:
+        threading.Thread(target=_warm_chroma, name="warm-chroma", daemon=True).start()
     fd_tmp = None
     tmp = _tmp_dir(settings) / f"{paper_id}.{os.getpid()}.{time.time_ns()}.tmp"
     try:
@@ -230,7 +263,7 @@ def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
             os.fsync(f.fileno())
         prepared = _prepare(settings, paper_id, tmp, sha, embedder, use_outline=use_outline,
                             progress=progress)
-        with wiki_lock(settings.wiki), open_store(settings) as store:
+        with _locked(settings), open_store(settings) as store:
             if not force and _is_unchanged(settings, paper_id, sha, store=store):
                 out = paper_json(store, paper_id, "unchanged")
                 out["message"] = f"{paper_id} was ingested meanwhile with the same content"
@@ -330,7 +363,7 @@ def remove_paper(settings, paper: str, *, embedder_name: str | None = None) -> d
     from .store import open_store
     from .vectors import PASSAGES, make_client
 
-    with wiki_lock(settings.wiki), open_store(settings) as store:
+    with _locked(settings), open_store(settings) as store:
         paper_id = _resolve_paper(settings, store, paper)
         row = store.paper(paper_id)
         n_sections = len(store.sections(paper_id)) if row else 0
@@ -403,7 +436,7 @@ def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedd
     embedder = embedder or get_embedder(settings)
     papers = list_raw(settings)
     done, failed = [], []
-    with wiki_lock(settings.wiki):
+    with _locked(settings):
         new_db = settings.sqlite_path.with_name(settings.sqlite_path.name + ".rebuild")
         for suffix in ("", "-wal", "-shm"):
             with contextlib.suppress(FileNotFoundError):
