@@ -284,3 +284,24 @@ def test_rules_reference_lists_every_rule_with_its_severity():
         assert f"| `{rule}` | {spec.severity} |" in text, rule
     skill = (REPO / "skills" / "wiki-lint" / "SKILL.md").read_text(encoding="utf-8")
     assert "${CLAUDE_PLUGIN_ROOT}/plugin/scripts/wiki_lint.py" in skill
+
+
+def test_index_checks_agree_with_wikiwrite_consistency_check(broken):
+    """Lint compares indexes with the sections of its own single scan; wikiwrite's
+    check_index_consistency rescans the pages.  Both must see the same problems."""
+    from episteme.wikiwrite import check_index_consistency
+
+    root, _ = broken
+    code_to_rule = {
+        "index-json-missing-section": "section-not-in-index", "index-md-missing-section": "section-not-in-index",
+        "index-md-stale": "index-stale-entry", "index-json-stale": "index-json-unknown-section",
+        "index-md-mismatch": "index-out-of-date", "index-json-sources": "index-out-of-date",
+        "duplicate-section-id": "section-duplicate-id", "section-without-sources": "section-no-sources",
+        "broken-marker": "section-marker-invalid", "interrupted-write": "index-interrupted-write",
+        "index-md-format": "index-malformed",
+    }
+    theirs = {(code_to_rule[p.code], p.section) for p in check_index_consistency(root)}
+    ours = {(f.rule, (f.data or {}).get("section")) for f in lint_wiki(root, select=sorted(set(code_to_rule.values()))).findings}
+    assert {r for r, _ in ours} == {r for r, _ in theirs}
+    with_ids = {x for x in theirs if x[1]}
+    assert with_ids <= ours
