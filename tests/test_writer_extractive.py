@@ -375,3 +375,23 @@ def test_cli_flags_need_write(tmp_path):
     assert p.returncode == 2 and "need --write" in p.stderr
     p = _cli("ingest", str(tmp_path / "x.pdf"), "--wiki", str(tmp_path / "w"), "--write", "--writer", "nope")
     assert p.returncode == 2
+
+
+def test_shipped_sample_paper_ingests_and_writes_end_to_end(tmp_path):
+    """The README's main job on the PDF the project ships: no ../shared, no key, no agent."""
+    wiki = tmp_path / "wiki"
+    p = _cli("ingest", str(REPO / "examples/sample-paper.pdf"), "--wiki", str(wiki), "--write", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    assert out["status"] == "ingested" and out["writer"] == "extractive" and out["paper"] == "sample-paper.pdf"
+    assert out["sections_indexed"] > 5 and len(out["new_sections"]) > 5
+    assert out["wiki_pages_updated"][0].startswith("papers/") and len(out["wiki_pages_updated"]) > 3
+    assert check_index_consistency(wiki) == []
+    paper = _frontmatter(wiki / out["wiki_pages_updated"][0])
+    assert paper["type"] == "paper" and paper["title"] == out["title"] and paper["authors"] == out["authors"]
+    assert all(_frontmatter(wiki / rel)["tags"] for rel in out["wiki_pages_updated"][1:])
+    lint = subprocess.run([sys.executable, str(REPO / "plugin/scripts/wiki_lint.py"), "--wiki", str(wiki),
+                           "--format", "json"], capture_output=True, text=True, timeout=120, env=_env())
+    assert lint.returncode == 0, lint.stdout[-2000:]
+    findings = json.loads(lint.stdout)["findings"]
+    assert not [f for f in findings if f.get("severity") in ("error", "warning")], findings
