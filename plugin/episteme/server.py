@@ -332,6 +332,10 @@ class Services:
         out.setdefault("new_sections", [])
         if write:
             out.update(self.write_wiki(job, result, force_write=force_write or force))
+        with self._engine_lock:
+            engine = self._engine
+        if engine is not None and hasattr(engine, "reload"):
+            engine.reload()  # the tracer picks up the new paper's passages
         return out
 
     def write_wiki(self, job: Job, ingest_result: dict, *, force_write: bool = False) -> dict:
@@ -354,6 +358,22 @@ def _without(d: dict, *keys: str) -> dict:
 
 
 # ------------------------------------------------------------------------------- wiki reading
+
+
+def section_pages(wiki: Path, section_ids: list[str]) -> list[dict]:
+    """``[{id, page, description}]`` for section ids, read from ``index.md``."""
+    from .wikiindex import read_index_md
+
+    try:
+        entries = read_index_md(wiki).entries
+    except (EpistemeError, OSError):
+        entries = {}
+    out = []
+    for sid in section_ids:
+        e = entries.get(sid)
+        out.append({"id": sid, "page": e.page if e else None,
+                    "description": e.description if e else None})
+    return out
 
 
 def _tags(props: dict) -> list[str]:
@@ -626,7 +646,10 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         q = body.query.strip()
         if not q:
             raise UsageError("query is empty")
-        return services.engine().chat(q)
+        result = services.engine().chat(q)
+        # for the UI: where each cited wiki section lives (from index.md, no second pipeline)
+        result["wiki_sections"] = section_pages(settings.wiki, result.get("wiki_sections_used") or [])
+        return result
 
     # --- wiki -----------------------------------------------------------------------------
     @app.get("/wiki", summary="All pages with title, type and tags")

@@ -75,94 +75,171 @@
   window.addEventListener("hashchange", route);
 
   // ------------------------------------------------------------------ chat
-  const CITE = "\u0000C";
-  const UNS_OPEN = "\u0001U";
-  const UNS_CLOSE = "\u0002";
+  // Marker characters inserted into the raw answer before markdown rendering; they survive
+  // escaping and are swapped for buttons/marks afterwards.
+  const CITE_RE = /\[(sec_\d{3,}(?:\s*[,;]\s*sec_\d{3,})*)\]/g;
 
   function claimText(c) { return typeof c === "string" ? c : (c && (c.claim || c.text)) || ""; }
 
-  function annotate(answer, sources, unsupported) {
-    // Mark where each cited claim ends (citation numbers) and wrap unsupported claims, on the
-    // raw text; the markers are control characters that survive escaping.
-    let text = answer || "";
-    const byClaim = new Map();
-    sources.forEach((s, i) => {
-      const c = (s.claim || "").trim();
-      if (!c) return;
-      if (!byClaim.has(c)) byClaim.set(c, []);
-      byClaim.get(c).push(i + 1);
-    });
-    const unplaced = [];
-    byClaim.forEach((nums, claim) => {
-      const at = text.indexOf(claim);
-      const marks = nums.map((n) => CITE + n + "\u0000").join("");
-      if (at >= 0) {
-        let end = at + claim.length;
-        while (end > at && /[.!?;:,]/.test(text[end - 1])) end--; // before the full stop
-        text = text.slice(0, end) + marks + text.slice(end);
-      } else {
-        unplaced.push(...nums);
+  // The answer as the tracer saw it: citations removed, [[links]] reduced to their label,
+  // whitespace collapsed; map[i] = index in the original text of plain[i].
+  function normalized(text) {
+    const plain = [];
+    const map = [];
+    let i = 0;
+    const skip = /^\s*\[sec_\d{3,}(?:\s*[,;]\s*sec_\d{3,})*\]/;
+    while (i < text.length) {
+      const rest = text.slice(i, i + 200);
+      const m = skip.exec(rest);
+      if (m) { i += m[0].length; continue; }
+      if (text.startsWith("[[", i)) {
+        const close = text.indexOf("]]", i + 2);
+        if (close > 0) {
+          const inner = text.slice(i + 2, close);
+          const bar = inner.indexOf("|");
+          const labelStart = bar >= 0 ? i + 2 + bar + 1 : i + 2;
+          const label = bar >= 0 ? inner.slice(bar + 1) : inner.split("#")[0];
+          for (let k = 0; k < label.length; k++) { plain.push(label[k]); map.push(labelStart + k); }
+          i = close + 2;
+          continue;
+        }
       }
-    });
-    (unsupported || []).forEach((u) => {
-      const c = claimText(u).trim();
-      const at = c ? text.indexOf(c) : -1;
-      if (at >= 0) text = text.slice(0, at) + UNS_OPEN + c + UNS_CLOSE + text.slice(at + c.length);
-    });
-    // Sources whose claim is not found verbatim: cite them at the end of the answer.
-    if (unplaced.length) text += " " + unplaced.map((n) => CITE + n + "\u0000").join("");
-    return text;
+      const ch = text[i];
+      if (/\s/.test(ch)) {
+        if (plain.length && plain[plain.length - 1] !== " ") { plain.push(" "); map.push(i); }
+      } else if (ch !== "*" && ch !== "_" && ch !== "`") {
+        plain.push(ch); map.push(i);
+      }
+      i++;
+    }
+    return { plain: plain.join(""), map: map };
+  }
+  const squash = (s) => s.replace(/\[sec_[^\]]*\]/g, "").replace(/\[\[([^\]|]*\|)?([^\]]*)\]\]/g, "$2")
+    .replace(/[*_`]/g, "").replace(/\s+/g, " ").trim();
+
+  function locate(norm, text, claim) {
+    const c = squash(claim);
+    if (!c) return null;
+    let at = norm.plain.indexOf(c);
+    let len = c.length;
+    if (at < 0) { // a long claim is cut by the tracer: match its first 60 characters
+      const head = c.slice(0, 60);
+      at = head.length >= 20 ? norm.plain.indexOf(head) : -1;
+      len = head.length;
+    }
+    if (at < 0) return null;
+    const start = norm.map[at];
+    let end = norm.map[at + len - 1] + 1;
+    // the citation goes after the sentence (and its [sec_..] ids), not mid-word
+    const tail = /^[^.!?\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)/.exec(text.slice(end));
+    if (tail && !/[.!?]$/.test(text.slice(start, end).trim())) end += tail[0].length;
+    const more = /^(\s*\[sec_\d{3,}(?:\s*[,;]\s*sec_\d{3,})*\])+[.!?]?/.exec(text.slice(end));
+    if (more) end += more[0].length;
+    return { start: start, end: end };
   }
 
-  function citeButtons(html) {
+  // Number the distinct passages in order of first use; map each claim to its numbers.
+  function numberSources(r) {
+    const sources = Array.isArray(r.sources) ? r.sources : [];
+    const order = [];
+    const byId = new Map();
+    sources.forEach((s) => {
+      const id = s.passage_id || (s.paper + "|" + s.section + "|" + s.passage);
+      if (!byId.has(id)) { byId.set(id, order.length + 1); order.push(Object.assign({ claims: [] }, s)); }
+      const entry = order[byId.get(id) - 1];
+      if (s.claim && !entry.claims.includes(s.claim)) entry.claims.push(s.claim);
+    });
+    let claims = Array.isArray(r.claims) ? r.claims.filter((c) => c.supported !== false) : [];
+    if (!claims.length) {
+      const m = new Map();
+      sources.forEach((s) => { if (s.claim) { if (!m.has(s.claim)) m.set(s.claim, []); m.get(s.claim).push(s); } });
+      claims = [...m.entries()].map(([claim, ps]) => ({ claim: claim, passages: ps }));
+    }
+    const cited = claims.map((c) => ({
+      claim: c.claim,
+      nums: [...new Set((c.passages || []).map((p) => byId.get(p.passage_id || (p.paper + "|" + p.section + "|" + p.passage)))
+        .filter(Boolean))].sort((x, y) => x - y),
+    })).filter((c) => c.nums.length);
+    return { list: order, cited: cited };
+  }
+
+  function annotate(text, cited, unsupported) {
+    const norm = normalized(text);
+    const edits = []; // [position, insert text, order]
+    const unplaced = [];
+    cited.forEach((c) => {
+      const loc = locate(norm, text, c.claim);
+      const marks = c.nums.map((n) => "\u0000C" + n + "\u0000").join("");
+      if (loc) edits.push([loc.end, marks, 1]); else unplaced.push(marks);
+    });
+    unsupported.forEach((u) => {
+      const loc = locate(norm, text, claimText(u));
+      if (loc) { edits.push([loc.start, "\u0001", 2]); edits.push([loc.end, "\u0002", 0]); }
+    });
+    edits.sort((x, y) => y[0] - x[0] || x[2] - y[2]);
+    edits.forEach(([pos, ins]) => { text = text.slice(0, pos) + ins + text.slice(pos); });
+    if (unplaced.length) text += " " + unplaced.join("");
+    return text.replace(CITE_RE, (m, ids) => ids.split(/\s*[,;]\s*/).map((id) => "\u0003" + id + "\u0003").join(""));
+  }
+
+  function decorate(html, sectionPages) {
     return html
       .replace(/\u0000C(\d+)\u0000/g, (m, n) =>
         '<button type="button" class="cite" data-cite="' + n + '" aria-label="source ' + n + '">' + n + "</button>")
-      .replace(/\u0001U/g, '<mark class="unsupported" title="not supported by any source passage">')
-      .replace(/\u0002/g, "</mark>");
+      .replace(/\u0001/g, '<mark class="unsupported" title="no passage of the source papers supports this">')
+      .replace(/\u0002/g, "</mark>")
+      .replace(/\u0003(sec_\d+)\u0003/g, (m, id) => {
+        const page = sectionPages[id];
+        return page ? '<a class="secref" href="#/wiki/' + esc(encodeURIComponent(page)) + '" title="wiki section ' + id + " on " + esc(page) + '">' + id + "</a>"
+          : '<span class="secref">' + id + "</span>";
+      });
   }
 
-  function renderAnswer(q, r) {
-    const sources = Array.isArray(r.sources) ? r.sources : [];
+  function renderAnswer(q, r, turn) {
     const unsupported = Array.isArray(r.unsupported_claims) ? r.unsupported_claims : [];
+    const { list, cited } = numberSources(r);
+    const sectionPages = {};
+    (r.wiki_sections || []).forEach((w) => { if (w.page) sectionPages[w.id] = w.page; });
     const div = document.createElement("div");
     div.className = "turn";
+    div.dataset.turn = String(turn);
     let html = '<div class="question">' + esc(q) + "</div>";
     html += '<div class="answer" data-testid="answer">' +
-      citeButtons(window.Markdown.render(annotate(r.answer, sources, unsupported))) + "</div>";
+      decorate(window.Markdown.render(annotate(r.answer || "", cited, unsupported)), sectionPages) + "</div>";
     if (unsupported.length) {
-      html += '<div class="unsupported-box" data-testid="unsupported"><strong>Not supported by the sources</strong><ul>' +
+      html += '<div class="unsupported-box" data-testid="unsupported"><strong>Not supported by the sources (' +
+        unsupported.length + ")</strong><ul>" +
         unsupported.map((u) => "<li>" + esc(claimText(u)) + "</li>").join("") + "</ul></div>";
     }
-    if (sources.length) {
-      html += '<ol class="sources" data-testid="sources">' + sources.map((s, i) => {
+    if (list.length) {
+      html += '<h4 class="sources-title">Sources</h4><ol class="sources" data-testid="sources">' + list.map((s, i) => {
         const sim = typeof s.similarity === "number" ? s.similarity.toFixed(2) : "–";
-        return '<li class="source" id="src-' + div.dataset.turn + "-" + (i + 1) + '" data-n="' + (i + 1) + '">' +
+        return '<li class="source" id="src-' + turn + "-" + (i + 1) + '" data-n="' + (i + 1) + '">' +
           '<button type="button" class="source-head" aria-expanded="false">' +
           '<span class="num">' + (i + 1) + "</span>" +
           '<span class="src-paper">' + esc(s.paper) + "</span>" +
           '<span class="src-section">' + esc(s.section || "") + "</span>" +
           (s.page ? '<span class="chip">p. ' + esc(s.page) + "</span>" : "") +
-          '<span class="chip sim" title="cosine similarity of claim and passage">' + sim + "</span>" +
+          '<span class="chip sim" title="cosine similarity between the claim and the passage">' + sim + "</span>" +
           "</button>" +
           '<div class="source-body" hidden>' +
-          '<blockquote class="passage">' + esc(s.passage || "") + "</blockquote>" +
+          '<blockquote class="passage" data-testid="passage">' + esc(s.passage || "") + "</blockquote>" +
           '<dl class="meta"><dt>Paper</dt><dd>' + esc(s.paper) + "</dd><dt>Section</dt><dd>" +
           esc(s.section || "—") + "</dd><dt>Page</dt><dd>" + esc(s.page || "—") +
           "</dd><dt>Similarity</dt><dd>" + sim + "</dd>" +
-          (s.claim ? "<dt>Claim</dt><dd>" + esc(s.claim) + "</dd>" : "") + "</dl></div></li>";
+          (s.claims.length ? "<dt>Supports</dt><dd>" + s.claims.map((c) => "“" + esc(c) + "”").join("<br>") + "</dd>" : "") +
+          "</dl></div></li>";
       }).join("") + "</ol>";
     } else {
-      html += '<p class="muted">No source passages were traced for this answer.</p>';
+      html += '<p class="muted small">' + esc(r.note || "No source passages were traced for this answer.") + "</p>";
     }
     const used = Array.isArray(r.wiki_sections_used) ? r.wiki_sections_used : [];
     if (used.length) {
-      html += '<div class="used">Wiki sections used: ' + used.map((u) => {
-        const id = typeof u === "string" ? u : u.section_id || u.id || "";
-        const page = typeof u === "object" && u.page ? u.page : null;
-        return page ? '<a class="chip" href="#/wiki/' + esc(encodeURIComponent(page)) + '">' + esc(id) + "</a>"
+      html += '<div class="used">From the wiki: ' + used.map((id) => {
+        const page = sectionPages[id];
+        return page ? '<a class="chip" href="#/wiki/' + esc(encodeURIComponent(page)) + '" title="' + esc(page) + '">' + esc(id) + "</a>"
           : '<span class="chip">' + esc(id) + "</span>";
-      }).join(" ") + "</div>";
+      }).join(" ") + (r.mode ? '<span class="mode">answer: ' + esc(r.mode) + "</span>" : "") + "</div>";
     }
     div.innerHTML = html;
     return div;
@@ -195,10 +272,7 @@
       const r = await api("/chat", { method: "POST", headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ query: q }) });
       turns++;
-      const node = renderAnswer(q, r);
-      node.dataset.turn = String(turns);
-      node.querySelectorAll(".source").forEach((li) => { li.id = "src-" + turns + "-" + li.dataset.n; });
-      pending.replaceWith(node);
+      pending.replaceWith(renderAnswer(q, r, turns));
       input.value = "";
     } catch (e) {
       pending.classList.remove("pending");
