@@ -190,6 +190,7 @@ def test_cli_401_is_a_clear_error_and_writes_nothing(ingested_wiki, fake_anthrop
     )
     assert proc.returncode == 1
     assert "rejected the key (401)" in proc.stderr and "ANTHROPIC_API_KEY" in proc.stderr
+    assert f"{ATTENTION} is stored, but nothing was written to the wiki" in proc.stderr
     assert "Traceback" not in proc.stderr
     assert "401" in json.loads(proc.stdout)["error"]
     assert len(fake_anthropic.requests) == 1  # no retry on a bad key

@@ -39,7 +39,7 @@ def _write(settings, result: dict, args) -> dict:
     import datetime as _dt
     import sys
 
-    from ..errors import UsageError
+    from ..errors import EpistemeError, UsageError
     from ..llm import format_usage
     from ..writer import write_paper
 
@@ -49,8 +49,12 @@ def _write(settings, result: dict, args) -> dict:
             today = _dt.date.fromisoformat(args.date)
         except ValueError:
             raise UsageError(f"--date must be YYYY-MM-DD, got {args.date!r}") from None
-    out = write_paper(settings, result["paper"], writer=args.writer, dry_run=args.dry_run,
-                      today=today, force=args.force_write)
+    try:
+        out = write_paper(settings, result["paper"], writer=args.writer, dry_run=args.dry_run,
+                          today=today, force=args.force_write)
+    except EpistemeError as e:  # say that the stores have the paper and the pages do not
+        e.args = (f"{result['paper']} is stored, but nothing was written to the wiki: {e.message}", *e.args[1:])
+        raise
     if out.get("llm_usage"):
         print(format_usage(out["llm_usage"]), file=sys.stderr)
     return {**result, **out}
