@@ -142,3 +142,16 @@ def test_real_passages_fit_the_model(attention):
     sec = next(s for s in attention.sections if s.number == "3.2.1")
     ps = make_passages(sec, count)
     assert {p.page for p in ps} == {4}
+
+
+def test_authors_found_on_the_first_page(gold_results):
+    """Names separated by commas, footnote marks or only spaces; affiliations left out."""
+    by_paper = {g["paper"]: r for g, r, _ in gold_results}
+    assert by_paper["bert_1810.04805v2.pdf"].authors == [
+        "Jacob Devlin", "Ming-Wei Chang", "Kenton Lee", "Kristina Toutanova"]
+    assert by_paper["pasa_2501.10120v1.pdf"].authors[:3] == [
+        "Yichen He", "Guanhua Huang", "Peiyuan Feng"]
+    gan = by_paper["gan_1406.2661v1.pdf"].authors
+    assert gan[0] == "Ian J. Goodfellow" and gan[-1] == "Yoshua Bengio"
+    for r in by_paper.values():
+        assert r.authors and not any("Universit" in a or "Google" in a for a in r.authors)

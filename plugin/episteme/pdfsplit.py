@@ -300,6 +300,21 @@ _AFFIL = re.compile(
 _NAME = re.compile(r"^[A-ZÀ-ÖØ-Þ][\w'’.\-]*(?:\s+[A-ZÀ-ÖØ-Þ][\w'’.\-]*){1,3}$")
 
 
+def _pair_names(part: str) -> list[str]:
+    """'Jacob Devlin Ming-Wei Chang Kenton Lee' (names set apart only by space) → pairs.
+
+    Only when every word is capitalised, none is an initial and the count is even and above
+    three; anything else is returned as one name and judged by the name pattern."""
+    words = part.split()
+    if (
+        len(words) >= 4
+        and len(words) % 2 == 0
+        and all(w[0].isupper() and not w.endswith(".") and len(w) > 1 for w in words)
+    ):
+        return [f"{a} {b}" for a, b in zip(words[::2], words[1::2], strict=True)]
+    return [part]
+
+
 def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
     try:
         meta = reader.metadata
@@ -316,10 +331,15 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
             continue
         if _AFFIL.search(t) or "@" in t or re.search(r"\d{2,}", t):
             continue
-        for part in re.split(r"\s*(?:,|;|\band\b|&)\s*", re.sub(r"[∗*†‡§¶\d]+", " ", t)):
+        # footnote marks separate names as well as commas and "and" do
+        for part in re.split(r"\s*(?:,|;|\band\b|&|[∗*†‡§¶\d]+)\s*", t):
             part = re.sub(r"\s+", " ", part).strip()
-            if _NAME.match(part) and not _AFFIL.search(part) and part not in names:
-                names.append(part)
+            for name in _pair_names(part):
+                first = name.split()[0] if name else ""
+                if first.isupper() and len(first) <= 3:  # "QC H3C 3J7", "CA 94043": addresses
+                    continue
+                if _NAME.match(name) and not _AFFIL.search(name) and name not in names:
+                    names.append(name)
     return names[:30]
 
 
