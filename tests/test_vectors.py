@@ -99,3 +99,28 @@ def test_second_collection_for_wiki_sections(tmp_path, embedder):
     vs.drop(WIKI_SECTIONS)
     vs.drop(WIKI_SECTIONS)  # dropping a missing collection is fine
     assert vs.count(WIKI_SECTIONS) == 0  # re-created empty on next use
+
+
+def test_long_running_process_sees_vectors_another_process_added(tmp_path, embedder):
+    """An embedded client keeps its index in memory; writers bump a token so readers reopen."""
+    import subprocess
+    import sys
+
+    s = wiki_settings(tmp_path / "w")
+    vs = open_vectors(s, embedder)
+    _fill(vs, embedder)
+    q = embedder.encode(["a brand new passage about convolutional image classifiers"])
+    assert len(vs.query_passages(q, 10)[0]) == 4
+    code = (
+        "from episteme.config import load_settings\n"
+        "from episteme.embedding import load_embedder\n"
+        "from episteme.vectors import open_vectors\n"
+        f"s = load_settings({str(tmp_path / 'w')!r}, env={{}}, dotenv=None)\n"
+        "e = load_embedder()\n"
+        "t = 'a brand new passage about convolutional image classifiers'\n"
+        "open_vectors(s, e).add(['c.pdf#1~0'], e.encode([t]), [{'paper': 'c.pdf'}], [t])\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    hits = vs.query_passages(q, 10)[0]
+    assert len(hits) == 5 and hits[0]["id"] == "c.pdf#1~0"
+    assert vs.query_passages(q, 3, where=scope_where([]))[0] == []

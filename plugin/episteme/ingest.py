@@ -361,7 +361,7 @@ def remove_paper(settings, paper: str, *, embedder_name: str | None = None) -> d
     """Un-ingest ``paper``: SQLite rows, Chroma vectors and the raw file, all or nothing.
     Wiki pages are left alone; the JSON lists the sections that cite the paper."""
     from .store import open_store
-    from .vectors import PASSAGES, make_client
+    from .vectors import PASSAGES, make_client, mark_written
 
     with _locked(settings), open_store(settings) as store:
         paper_id = _resolve_paper(settings, store, paper)
@@ -379,6 +379,7 @@ def remove_paper(settings, paper: str, *, embedder_name: str | None = None) -> d
             store.delete_paper(paper_id)
             if col is not None and saved and saved["ids"]:
                 col.delete(ids=list(saved["ids"]))
+                mark_written(settings)
             if target.exists():
                 os.replace(target, backup)
                 moved = True

@@ -11,8 +11,10 @@ Embedded ``PersistentClient`` under ``settings.chroma_path`` by default; ``chrom
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -36,30 +38,75 @@ def _chromadb():
 
 
 _CLIENTS: dict[tuple, Any] = {}
+_SEEN: dict[tuple, str] = {}  # client key -> generation token the cached client has seen
 _CLIENTS_LOCK = threading.Lock()
+GENERATION_FILE = "episteme.generation"
+
+
+def _client_key(settings) -> tuple:
+    host = getattr(settings, "chroma_host", None)
+    if host:
+        return ("http", host, int(getattr(settings, "chroma_port", None) or 8000))
+    return ("local", str(settings.chroma_path))
+
+
+def _generation(settings) -> str:
+    try:
+        return (settings.chroma_path / GENERATION_FILE).read_text(encoding="ascii")
+    except OSError:
+        return ""
+
+
+def mark_written(settings) -> None:
+    """Record that this process changed the embedded store.
+
+    Why: an embedded client keeps its HNSW index in memory, so a long-running process (the
+    server) does not see vectors another process (a CLI ingest) added -- and could write a stale
+    index back.  Every writer bumps this token; :func:`make_client` reopens a client whose token
+    is out of date.  (A Chroma server has no such problem.)
+    """
+    key = _client_key(settings)
+    if key[0] != "local":
+        return
+    token = f"{time.time_ns()}-{os.getpid()}"
+    path = settings.chroma_path / GENERATION_FILE
+    tmp = path.with_name(f".{GENERATION_FILE}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(token, encoding="ascii")
+        os.replace(tmp, path)
+    except OSError:
+        return
+    with _CLIENTS_LOCK:
+        _SEEN[key] = token
 
 
 def make_client(settings):
-    """A (process-cached) Chroma client for ``settings``: HTTP when a host is set, else embedded."""
+    """A (process-cached) Chroma client for ``settings``: HTTP when a host is set, else embedded
+    (reopened when another process wrote since, see :func:`mark_written`)."""
     chromadb, ChromaSettings = _chromadb()
     host = getattr(settings, "chroma_host", None)
-    port = getattr(settings, "chroma_port", None)
-    key = ("http", host, port or 8000) if host else ("local", str(settings.chroma_path))
+    key = _client_key(settings)
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(key)
-        if client is not None:
+        if client is not None and host:
             return client
+        if client is not None:
+            token = _generation(settings)
+            if token == _SEEN.get(key, ""):
+                return client
+            with contextlib.suppress(Exception):
+                client.close()
+            _CLIENTS.pop(key, None)
         cs = ChromaSettings(anonymized_telemetry=False, allow_reset=False)
         try:
             if host:
-                client = chromadb.HttpClient(host=host, port=int(port or 8000), settings=cs)
+                client = chromadb.HttpClient(host=host, port=key[2], settings=cs)
             else:
                 settings.chroma_path.mkdir(parents=True, exist_ok=True)
+                _SEEN[key] = _generation(settings)
                 client = chromadb.PersistentClient(path=str(settings.chroma_path), settings=cs)
-        except EpistemeError:
-            raise
         except Exception as e:
-            where = f"server {host}:{port or 8000}" if host else str(settings.chroma_path)
+            where = f"server {host}:{key[2]}" if host else str(settings.chroma_path)
             raise EpistemeError(f"cannot open Chroma at {where}: {e}") from e
         _CLIENTS[key] = client
         return client
@@ -69,6 +116,7 @@ def forget_clients() -> None:
     """Drop cached clients (tests that start and stop servers)."""
     with _CLIENTS_LOCK:
         _CLIENTS.clear()
+        _SEEN.clear()
 
 
 class VectorStore:
@@ -83,8 +131,15 @@ class VectorStore:
 
     # -- collections ---------------------------------------------------------------------------
 
+    def _refresh(self) -> None:
+        client = make_client(self.settings)
+        if client is not self.client:  # another process wrote: reopened
+            self.client = client
+            self._collections.clear()
+
     def collection(self, name: str = PASSAGES):
         """Get or create collection ``name`` (cosine space), checking the recorded model."""
+        self._refresh()
         col = self._collections.get(name)
         if col is not None:
             return col
@@ -110,12 +165,14 @@ class VectorStore:
 
     def drop(self, name: str = PASSAGES) -> None:
         """Delete a collection (rebuild, model change)."""
+        self._refresh()
         self._collections.pop(name, None)
         try:
             self.client.delete_collection(name)
         except Exception as e:  # NotFound differs between client kinds
             if "does not exist" not in str(e).lower() and "not found" not in str(e).lower():
                 raise
+        mark_written(self.settings)
 
     # -- generic operations --------------------------------------------------------------------
 
@@ -129,6 +186,7 @@ class VectorStore:
         collection: str = PASSAGES,
     ) -> None:
         _add_batches(self.collection(collection), ids, embeddings, metadatas, documents)
+        mark_written(self.settings)
 
     def get(self, *, where: dict | None = None, ids: Sequence[str] | None = None,
             collection: str = PASSAGES, include_embeddings: bool = False) -> dict:
@@ -148,6 +206,7 @@ class VectorStore:
                 self.collection(collection).delete(ids=ids[start : start + _BATCH])
         elif where is not None:
             self.collection(collection).delete(where=where)
+        mark_written(self.settings)
 
     def count(self, collection: str = PASSAGES) -> int:
         return int(self.collection(collection).count())
@@ -158,7 +217,7 @@ class VectorStore:
         document}]`` best first (cosine similarity = 1 - distance)."""
         col = self.collection(collection)
         embs = [list(map(float, v)) for v in embeddings]
-        if not embs or n <= 0:
+        if not embs or n <= 0 or _matches_nothing(where):
             return [[] for _ in embs]
         res = col.query(
             query_embeddings=embs, n_results=int(n), where=where,
@@ -188,6 +247,7 @@ class VectorStore:
 
     def delete_paper(self, paper_id: str, collection: str = PASSAGES) -> None:
         self.collection(collection).delete(where={"paper": paper_id})
+        mark_written(self.settings)
 
     def restore(self, saved: dict, collection: str = PASSAGES) -> None:
         """Re-add what :meth:`paper_vectors` returned."""
@@ -198,6 +258,7 @@ class VectorStore:
         # straight to the collection: restoring must not depend on the add that just failed
         _add_batches(self.collection(collection), ids, [list(v) for v in embs],
                      list(saved["metadatas"]), list(saved["documents"]))
+        mark_written(self.settings)
 
     def query_passages(self, embeddings, n: int = 10, where: dict | None = None) -> list[list[dict]]:
         """Passage neighbours; scope with ``where={"paper": {"$in": [...]}}``."""
@@ -226,6 +287,13 @@ def open_vectors(settings, embedder=None, *, model_name: str | None = None, dim:
     if not model_name or not dim:
         raise ValueError("open_vectors needs an embedder or model_name + dim")
     return VectorStore(settings, model_name, dim)
+
+
+def _matches_nothing(where: dict | None) -> bool:
+    """``{"paper": {"$in": []}}`` (scoped to no papers): Chroma rejects an empty ``$in``."""
+    if not where:
+        return False
+    return any(isinstance(v, dict) and v.get("$in") == [] for v in where.values())
 
 
 def scope_where(paper_ids: Sequence[str] | None) -> dict | None:
