@@ -213,6 +213,15 @@ def test_no_text_layer(tmp_path):
     assert ei.value.kind == "no_text" and "OCR" in str(ei.value)
 
 
+def test_scan_with_only_a_stamp_per_page_has_no_text_layer(tmp_path):
+    """A scanned paper whose pages carry just a one-line download note is still 'no text'."""
+    stamp = b"BT /F1 8 Tf 72 30 Td " + pdfgen.pdf_string("Downloaded from the archive") + b" Tj ET"
+    drawing = b"0.5 g 72 100 468 600 re f"
+    f = tmp_path / "scan-with-stamp.pdf"
+    f.write_bytes(pdfgen.write_pdf([drawing + b"\n" + stamp] * 6))
+    assert _kind(f) == "no_text"
+
+
 def test_size_and_page_limits(generated):
     assert _kind(generated["one_column"], max_bytes=1000) == "too_large"
     assert _kind(generated["one_column"], max_pages=1) == "too_large"
