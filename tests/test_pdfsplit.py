@@ -266,6 +266,13 @@ def test_split_command_error_is_one_line_json(tmp_path, capsys):
     assert cap.err.strip().startswith("error: not a PDF")
 
 
+def test_split_command_missing_file_and_folder(tmp_path, capsys):
+    assert split_main([str(tmp_path / "nope.pdf")]) == 1
+    assert "no such file" in json.loads(capsys.readouterr().out)["error"]
+    assert split_main([str(tmp_path)]) == 2
+    assert "folder" in json.loads(capsys.readouterr().out)["error"]
+
+
 def test_split_script_runs(generated):
     proc = subprocess.run(
         [sys.executable, str(REPO / "plugin" / "scripts" / "split_pdf.py"),

@@ -23,9 +23,15 @@ def build_parser() -> ArgumentParser:
 def split_json(path: str, *, use_outline: bool = True, with_text: bool = False,
                max_pages: int | None = None) -> dict:
     """The section JSON printed by ``episteme split`` (also used by the benchmark)."""
+    from ..errors import NotFoundError, UsageError
     from ..pdfsplit import split_pdf
 
-    res = split_pdf(path, use_outline=use_outline, max_pages=max_pages)
+    p = Path(path)
+    if not p.exists():
+        raise NotFoundError(f"no such file: {path}")
+    if p.is_dir():
+        raise UsageError(f"{path} is a folder, not a PDF")
+    res = split_pdf(p, use_outline=use_outline, max_pages=max_pages)
     sections = []
     for s in res.sections:
         d = {
