@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -45,6 +46,14 @@ def _cache_key(papers: list[Path]) -> str:
         h.update(str(src.relative_to(REPO)).encode())
         h.update(src.read_bytes())
     return h.hexdigest()[:20]
+
+
+def _prune(root: Path, keep: Path, max_age_s: float = 86400.0) -> None:
+    """Drop templates of older code versions (a day old: other sessions may still use them)."""
+    now = time.time()
+    for old in root.glob("ingested-*"):
+        if old != keep and old.is_dir() and now - old.stat().st_mtime > max_age_s:
+            shutil.rmtree(old, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -84,6 +93,7 @@ def ingested_template(papers_dir: Path) -> Path:
             shutil.rmtree(build / "wiki" / ".episteme" / "tmp", ignore_errors=True)
             shutil.rmtree(target, ignore_errors=True)
             os.replace(build, target)
+            _prune(root, keep=target)
     return target
 
 

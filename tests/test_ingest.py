@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from episteme.errors import EpistemeError, NotFoundError
 from episteme.ingest import ingest_paper, rebuild, remove_paper
-from episteme.store import Store, open_store
+from episteme.store import Store, open_store, search_passages_fts
 from episteme.vectors import PASSAGES, VectorStore, open_vectors, scope_where
 from ingested_wiki import wiki_settings
 
@@ -102,6 +102,8 @@ def test_vector_and_lexical_search_find_the_right_section(ingested_wiki, embedde
     assert hits[0]["metadata"]["section_id"].startswith(f"{ATT}#3.2")
     gan_only = vs.query_passages(q, 3, where=scope_where([GAN]))[0]
     assert {h["metadata"]["paper"] for h in gan_only} == {GAN}
+    assert search_passages_fts(s, "minimax", [GAN], limit=1)[0]["paper_id"] == GAN
+    assert search_passages_fts(wiki_settings(ingested_wiki.parent / "empty"), "minimax") == []
     with open_store(s, readonly=True) as st:
         lex = st.search_passages_fts("discriminator minimax", limit=5)
         assert lex and lex[0]["paper_id"] == GAN

@@ -419,6 +419,15 @@ def _split_sql(script: str) -> list[str]:
     return out
 
 
+def search_passages_fts(settings, query: str, paper_ids: Sequence[str] | None = None,
+                        limit: int = 20, *, match_all: bool = False) -> list[dict]:
+    """BM25 passage search in the wiki's store (empty when nothing is ingested yet)."""
+    if not settings.sqlite_path.exists():
+        return []
+    with open_store(settings, readonly=True) as st:
+        return st.search_passages_fts(query, paper_ids, limit, match_all=match_all)
+
+
 def open_store(settings, *, readonly: bool = False) -> Store:
     """The SQLite store at ``settings.sqlite_path``."""
     return Store(settings.sqlite_path, readonly=readonly)
