@@ -305,3 +305,27 @@ def test_index_checks_agree_with_wikiwrite_consistency_check(broken):
     assert {r for r, _ in ours} == {r for r, _ in theirs}
     with_ids = {x for x in theirs if x[1]}
     assert with_ids <= ours
+
+
+def test_unreadable_or_missing_indexes_are_regenerated(tmp_path: Path):
+    from episteme.wikiindex import read_index_json, read_index_md
+    from episteme.wikiwrite import WikiWriter
+
+    root = tmp_path / "wiki"
+    shutil.copytree(REPO / "wiki", root)
+    with WikiWriter(root, op="test", known_sources=None) as w:
+        w.create_section("a", title="A", description="About A.", body="See [[B]].", sources=["x.pdf"])
+        w.create_section("b", title="B", description="About B.", body="See [[A]].", sources=["x.pdf"])
+    want_json, want_md = (root / "index.json").read_text(), (root / "index.md").read_text()
+    (root / "index.json").write_text('{\n  "sec_001": ["x.pdf"],\n  oops\n}\n')
+    [f] = lint_wiki(root).findings
+    assert (f.rule, f.file, f.line) == ("index-malformed", "index.json", 3)
+    (root / "index.md").unlink()
+    rules = sorted((f.rule, f.file) for f in lint_wiki(root).findings)
+    assert rules == [("index-malformed", "index.json"), ("section-not-in-index", "a.md"),
+                     ("section-not-in-index", "b.md")]
+    proc = run("--wiki", str(root), "--fix", "--format", "json")
+    assert proc.returncode == 0, proc.stdout
+    assert (root / "index.json").read_text() == want_json
+    assert set(read_index_md(root).entries) == set(read_index_json(root)) == {"sec_001", "sec_002"}
+    assert (root / "index.md").read_text().split("## sec_001", 1)[1] == want_md.split("## sec_001", 1)[1]
