@@ -347,8 +347,14 @@ class Services:
             return {"wiki": {"skipped": "the wiki writer is not installed in this build"}}
         n = int(ingest_result.get("sections_indexed") or 0)
         job.progress("writing", 0, n, "sections")
-        out = write_paper(self.settings, ingest_result["paper"], writer=self.write_mode or "auto",
-                          embedder=self.embedder(), force=force_write)
+        try:
+            out = write_paper(self.settings, ingest_result["paper"],
+                              writer=self.write_mode or "auto", embedder=self.embedder(),
+                              force=force_write)
+        except EpistemeError as e:  # as the CLI says it: the stores have the paper, the wiki not
+            e.args = (f"{ingest_result['paper']} is stored, but nothing was written to the wiki: "
+                      f"{e.message}", *e.args[1:])
+            raise
         job.progress("writing", n, n, "sections")
         return out
 
