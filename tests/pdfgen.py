@@ -389,13 +389,13 @@ def make_paper_pdf(path: str | Path, paper: Paper, layout: Layout | None = None)
 
 
 def encrypt_pdf(src: str | Path, dst: str | Path, *, user_password: str,
-                owner_password: str = "owner") -> Path:
-    """An encrypted copy (RC4-128: pypdf handles it without the optional crypto backend)."""
+                owner_password: str = "owner", algorithm: str = "RC4-128") -> Path:
+    """An encrypted copy (RC4-128, or e.g. "AES-256" which needs the cryptography package)."""
     import pypdf
 
     writer = pypdf.PdfWriter(clone_from=pypdf.PdfReader(str(src)))
     writer.encrypt(user_password=user_password, owner_password=owner_password,
-                   algorithm="RC4-128")
+                   algorithm=algorithm)
     with open(dst, "wb") as fh:
         writer.write(fh)
     return Path(dst)

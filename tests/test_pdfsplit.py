@@ -191,17 +191,19 @@ def test_garbage_between_header_and_eof(tmp_path):
     assert _kind(f) == "corrupt"
 
 
-def test_encrypted_with_password(tmp_path, generated):
+@pytest.mark.parametrize("algorithm", ["RC4-128", "AES-256"])
+def test_encrypted_with_password(tmp_path, generated, algorithm):
     f = pdfgen.encrypt_pdf(generated["one_column"], tmp_path / "locked.pdf",
-                           user_password="s3cret")
+                           user_password="s3cret", algorithm=algorithm)
     with pytest.raises(PdfError) as ei:
         split_pdf(f)
     assert ei.value.kind == "encrypted" and "password" in str(ei.value)
 
 
-def test_encrypted_with_empty_user_password_opens(tmp_path, generated):
+@pytest.mark.parametrize("algorithm", ["RC4-128", "AES-256"])
+def test_encrypted_with_empty_user_password_opens(tmp_path, generated, algorithm):
     f = pdfgen.encrypt_pdf(generated["one_column"], tmp_path / "owner-only.pdf",
-                           user_password="")
+                           user_password="", algorithm=algorithm)
     res = split_pdf(f)
     assert [s.title for s in res.sections if s.kind != "front"] == [e[1] for e in EXPECTED]
 
