@@ -1,0 +1,176 @@
+"""Step 2 of a query: an answer written from the retrieved wiki sections only, citing them.
+
+Three ways, one contract (the answer text cites section ids as ``[sec_002]``):
+
+* **Claude** (an API key is configured): the sections go into the prompt as delimited untrusted
+  data (:func:`episteme.llm.wrap_untrusted` + :data:`~episteme.llm.UNTRUSTED_NOTICE`), and a
+  forced tool call returns the answer plus the ids it used; ids outside the retrieved set are
+  rejected and Claude is asked again (``LLMClient.complete_tool``'s validate loop).
+* **The agent** (inside Claude Code, no key): the wiki-query skill has the agent write the
+  answer itself from ``retrieve.py``'s output, then run ``trace.py``; nothing here runs.
+* **Offline**: a deterministic extractive answer: the sentences of the retrieved sections most
+  relevant to the question (embedding similarity + word overlap), each followed by the id of
+  the section it came from.  It never says more than the wiki does.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from .errors import EpistemeError
+
+MAX_SECTION_CHARS = 6000  # per section in the prompt: bounded prompt size
+EXTRACTIVE_SENTENCES = 3
+_CITE = re.compile(r"\[(sec_\d{3,}(?:\s*[,;]\s*sec_\d{3,})*)\]")
+NO_ANSWER = "The wiki does not cover this question."
+
+SYSTEM_PROMPT = (
+    "You answer questions about research papers using ONLY the wiki sections given in the user "
+    "message. Every sentence of your answer must be supported by those sections; cite the "
+    "section(s) each sentence comes from as [sec_XXX] at the end of the sentence. If the "
+    "sections do not contain the answer, say so plainly instead of guessing. Be concise: a few "
+    "sentences, no preamble. Answer through the `answer` tool."
+)
+
+ANSWER_TOOL = {
+    "name": "answer",
+    "description": "Return the answer to the question, written from the given wiki sections only.",
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "answer": {"type": "string", "description": "The answer, citing [sec_XXX] ids."},
+            "sections_used": {
+                "type": "array", "items": {"type": "string"},
+                "description": "Ids of the sections the answer relies on.",
+            },
+        },
+        "required": ["answer", "sections_used"],
+    },
+}
+
+
+def cited_ids(answer: str) -> list[str]:
+    """Section ids cited in ``answer`` as ``[sec_002]`` / ``[sec_002, sec_007]``, in order."""
+    out: dict[str, None] = {}
+    for m in _CITE.finditer(answer or ""):
+        for sid in re.split(r"\s*[,;]\s*", m.group(1)):
+            out.setdefault(sid.strip(), None)
+    return list(out)
+
+
+def build_messages(question: str, sections: Sequence[dict]) -> tuple[str, list[dict]]:
+    """The system prompt and the user turn: question + each section as a delimited block."""
+    from .llm import UNTRUSTED_NOTICE, wrap_untrusted
+
+    blocks = []
+    for s in sections:
+        text = s.get("text", "")[:MAX_SECTION_CHARS]
+        body = f"Title: {s.get('title', '')}\nSources: {', '.join(s.get('sources') or [])}\n\n{text}"
+        blocks.append(wrap_untrusted(f"{s['id']} | {s.get('page', '')}", body))
+    user = (
+        f"Question: {question}\n\nWiki sections (cite them by the id in each block's label):\n\n"
+        + "\n\n".join(blocks)
+    )
+    return f"{SYSTEM_PROMPT}\n\n{UNTRUSTED_NOTICE}", [{"role": "user", "content": user}]
+
+
+def answer_with_claude(settings, question: str, sections: Sequence[dict], *, client=None) -> dict:
+    """Claude's answer: ``{"answer", "mode": "claude", "sections_used", "usage"}``."""
+    from .llm import LLMClient
+
+    known = {s["id"] for s in sections}
+    if not sections:
+        return {"answer": NO_ANSWER, "mode": "claude", "sections_used": []}
+
+    def validate(data: dict) -> None:
+        if not str(data.get("answer", "")).strip():
+            raise ValueError("the answer is empty")
+        bad = [sid for sid in list(data.get("sections_used") or []) + cited_ids(data["answer"])
+               if sid not in known]
+        if bad:
+            raise ValueError(f"cites section ids that were not given: {', '.join(sorted(set(bad)))}; "
+                             f"use only {', '.join(sorted(known))}")
+
+    system, messages = build_messages(question, sections)
+    own = client is None
+    client = client or LLMClient(settings)
+    try:
+        data = client.complete_tool(system, messages, ANSWER_TOOL, max_tokens=1500, validate=validate)
+        usage = client.usage_summary()
+    finally:
+        if own:
+            client.close()
+    text = str(data["answer"]).strip()
+    used = list(dict.fromkeys([*cited_ids(text), *[s for s in data.get("sections_used") or [] if s in known]]))
+    return {"answer": text, "mode": "claude", "sections_used": used, "usage": usage}
+
+
+def _sentences(text: str) -> list[str]:
+    from .passages import split_sentences
+
+    clean = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", text or "")  # [[link|label]] -> label
+    clean = re.sub(r"^\s*(?:[-*>]|#+|\d+\.)\s+", "", clean, flags=re.M)  # list/quote/heading marks
+    out = []
+    for a, b in split_sentences(clean):
+        s = " ".join(clean[a:b].split()).strip(" \"“”")
+        n = len(s.split())
+        if 6 <= n <= 80 and not s.startswith("|"):
+            out.append(s)
+    return out
+
+
+def extractive_answer(question: str, sections: Sequence[dict], embedder, *,
+                      n: int = EXTRACTIVE_SENTENCES) -> dict:
+    """The offline answer: the ``n`` sentences of ``sections`` closest to the question, in
+    score order, each followed by its section's citation.  Deterministic."""
+    from .trace import content_terms
+
+    cands: list[tuple[str, str, int]] = []  # sentence, section id, section rank
+    seen: set[str] = set()
+    for rank, s in enumerate(sections):
+        for sent in _sentences(s.get("text", "")):
+            key = sent.lower()
+            if key not in seen:
+                seen.add(key)
+                cands.append((sent, s["id"], rank))
+    if not cands:
+        return {"answer": NO_ANSWER, "mode": "offline", "sections_used": []}
+    qterms = set(content_terms(question))
+    lex = [len(qterms & set(content_terms(c[0]))) / (len(qterms) or 1) for c in cands]
+    # embed only the most promising sentences: bounded work for long sections
+    order = sorted(range(len(cands)), key=lambda i: (-lex[i], cands[i][2], i))[:40]
+    vecs = embedder.encode([question] + [cands[i][0] for i in order])
+    sims = vecs[1:] @ vecs[0]
+    scored = sorted(
+        ((float(sims[j]) + 0.5 * lex[i] - 0.02 * cands[i][2], i) for j, i in enumerate(order)),
+        key=lambda t: (-t[0], t[1]),
+    )
+    picked: list[int] = []
+    for _score, i in scored:
+        words = set(cands[i][0].lower().split())
+        if any(len(words & set(cands[j][0].lower().split())) > 0.7 * len(words) for j in picked):
+            continue  # near-duplicate of a sentence already chosen
+        picked.append(i)
+        if len(picked) >= n:
+            break
+    parts = [f"{cands[i][0].rstrip()} [{cands[i][1]}]" for i in picked]
+    used = list(dict.fromkeys(cands[i][1] for i in picked))
+    return {"answer": " ".join(parts), "mode": "offline", "sections_used": used}
+
+
+def answer(settings, question: str, sections: Sequence[dict], *, mode: str = "auto",
+           embedder=None, client=None) -> dict:
+    """Answer with Claude when ``mode`` is ``claude`` (or ``auto`` with a key), else offline."""
+    from .llm import llm_mode
+
+    if mode not in ("auto", "claude", "offline"):
+        raise EpistemeError(f"unknown answer mode {mode!r} (auto, claude or offline)", exit_code=2)
+    use = llm_mode(settings) if mode == "auto" else mode
+    if use == "claude":
+        return answer_with_claude(settings, question, sections, client=client)
+    if embedder is None:
+        from .embedding import get_embedder
+
+        embedder = get_embedder(settings)
+    return extractive_answer(question, sections, embedder)

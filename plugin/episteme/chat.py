@@ -1,0 +1,176 @@
+"""The whole query pipeline: retrieve wiki sections → answer from them → trace the answer's
+claims to source passages.  :class:`QueryEngine` is the warm, in-process API (the HTTP server
+holds one); ``episteme chat`` / ``chat.py`` run it once.
+
+Response (the seed's, plus what a reader needs to check it)::
+
+    {"answer": "...", "wiki_sections_used": ["sec_002"],
+     "sources": [{"paper", "section", "passage", "similarity", "page", "claim", ...}],
+     "unsupported_claims": ["..."], "mode": "claude" | "offline", ...}
+
+Thread-safety: the index and the tracer guard their SQLite connections with locks, the
+embedder (onnxruntime) is safe to share, and the lazy construction below is locked, so one
+engine serves concurrent requests.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from .answer import answer as make_answer
+from .answer import cited_ids
+from .errors import EpistemeError
+
+
+class QueryEngine:
+    """Stores, index, embedder and (optionally) a Claude client for one wiki, kept warm."""
+
+    def __init__(self, settings, *, embedder=None, llm_client=None):
+        self.settings = settings
+        self._embedder = embedder
+        self._llm_client = llm_client
+        self._retriever = None
+        self._tracer = None
+        self._lock = threading.Lock()
+
+    # -- lazily built parts -------------------------------------------------------------------
+
+    @property
+    def embedder(self):
+        with self._lock:
+            if self._embedder is None:
+                from .embedding import get_embedder
+
+                self._embedder = get_embedder(self.settings)
+            return self._embedder
+
+    @property
+    def retriever(self):
+        emb = self.embedder
+        with self._lock:
+            if self._retriever is None:
+                from .retrieve import Retriever
+
+                self._retriever = Retriever(self.settings, emb)
+            return self._retriever
+
+    @property
+    def tracer(self):
+        emb = self.embedder
+        with self._lock:
+            if self._tracer is None:
+                from .trace import Tracer
+
+                self._tracer = Tracer(self.settings, embedder=emb)
+            return self._tracer
+
+    def reload(self) -> None:
+        """Pick up papers ingested or removed since the engine was built."""
+        with self._lock:
+            tracer = self._tracer
+        if tracer is not None:
+            tracer.reload()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._retriever is not None:
+                self._retriever.index.close()
+            if self._tracer is not None:
+                self._tracer.store.close()
+            self._retriever = self._tracer = None
+
+    # -- the three steps ----------------------------------------------------------------------
+
+    def retrieve(self, question: str, k: int = 5) -> dict:
+        return self.retriever.retrieve(question, k=k)
+
+    def answer(self, question: str, sections: list[dict], *, mode: str = "auto") -> dict:
+        return make_answer(self.settings, question, sections, mode=mode, embedder=self.embedder,
+                           client=self._llm_client)
+
+    def trace(self, answer: str, *, sections=None, papers=None, top: int = 3,
+              threshold: float | None = None, include_references: bool = False) -> dict:
+        return self.tracer.trace(answer, sections=sections, papers=papers, top=top,
+                                 threshold=threshold, include_references=include_references)
+
+    def chat(self, question: str, *, k: int = 5, mode: str = "auto", top: int = 3) -> dict:
+        """Retrieve, answer, trace: the seed's ``/chat`` response plus ``page``/``claim`` per
+        source, ``unsupported_claims``, the per-claim detail and the answer mode."""
+        retrieved = self.retrieve(question, k=k)
+        sections = retrieved["sections"]
+        ans = self.answer(question, sections, mode=mode)
+        text = ans["answer"]
+        used = [sid for sid in (cited_ids(text) or ans.get("sections_used") or []) if sid in
+                {s["id"] for s in sections}]
+        if not used:
+            used = [s["id"] for s in sections]
+        result = {
+            "question": retrieved["question"],
+            "answer": text,
+            "wiki_sections_used": used,
+            "sources": [],
+            "unsupported_claims": [],
+            "mode": ans["mode"],
+        }
+        if ans.get("usage"):
+            result["llm_usage"] = ans["usage"]
+        if not ans.get("sections_used"):
+            result["unsupported_claims"] = []
+            result["note"] = "no wiki section answered the question; nothing to trace"
+            result["claims"] = []
+            return result
+        index_json = {s["id"]: list(s["sources"]) for s in sections}
+        try:
+            traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
+        except EpistemeError as e:
+            result["trace_error"] = e.message
+            return result
+        result["sources"] = [
+            {"paper": s["paper"], "section": s["section"], "passage": s["passage"],
+             "similarity": s["similarity"], "page": s["page"], "claim": s["claim"],
+             "score": s["score"], "passage_id": s["passage_id"]}
+            for s in traced["sources"]
+        ]
+        result["unsupported_claims"] = traced["unsupported_claims"]
+        result["claims"] = traced["claims"]
+        result["scope"] = traced["scope"]
+        for key in ("note", "warning"):
+            if traced.get(key):
+                result[key] = traced[key]
+        return result
+
+
+def format_chat_text(result: dict) -> str:
+    """The answer with a numbered citation after each claim, then the quoted passages."""
+    from .trace import quote
+
+    numbers: dict[str, int] = {}
+    for s in result.get("sources", []):
+        numbers.setdefault(s["passage_id"], len(numbers) + 1)
+    lines = [result["answer"], ""]
+    claims = result.get("claims") or []
+    if claims:
+        lines.append("Claims:")
+        for c in claims:
+            if not c["supported"]:
+                lines.append(f"- {c['claim']} [unsupported]")
+                continue
+            refs = sorted({numbers[p["passage_id"]] for p in c["passages"] if p["passage_id"] in numbers})
+            lines.append(f"- {c['claim']} " + "".join(f"[{n}]" for n in refs))
+        lines.append("")
+    if result.get("sources"):
+        lines.append("Sources:")
+        by_id = {s["passage_id"]: s for s in result["sources"]}
+        for pid, n in numbers.items():
+            s = by_id[pid]
+            lines.append(f"[{n}] {s['paper']}, {s['section']}, p. {s['page']} (similarity {s['similarity']:.2f})")
+            lines.append(f"    \"{quote(s['passage'])}\"")
+    if result.get("unsupported_claims"):
+        lines.append("")
+        lines.append(f"Unsupported claims: {len(result['unsupported_claims'])} (no passage of the "
+                     "source papers supports them)")
+    for key in ("note", "warning", "trace_error"):
+        if result.get(key):
+            lines.append(f"{key}: {result[key]}")
+    lines.append(f"Wiki sections used: {', '.join(result.get('wiki_sections_used', []))}")
+    return "\n".join(lines) + "\n"

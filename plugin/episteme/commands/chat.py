@@ -1,0 +1,47 @@
+"""``episteme chat "question"``: retrieve wiki sections, answer from them (Claude with an API key,
+else a deterministic extractive answer), and trace every claim to its source passages."""
+
+from __future__ import annotations
+
+import sys
+
+from ..cliutil import ArgumentParser, print_json, run_main
+from ._stores import add_store_options, settings_from_args
+
+
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="episteme chat", description=__doc__.splitlines()[0])
+    p.add_argument("question", help="the question (or - to read it from stdin)")
+    p.add_argument("--k", type=int, default=5, help="wiki sections to retrieve (default 5)")
+    p.add_argument("--mode", choices=["auto", "claude", "offline"], default="auto",
+                   help="answer with Claude or offline (default: Claude when an API key is set)")
+    p.add_argument("--top", type=int, default=3, help="passages per claim (default 3)")
+    p.add_argument("--format", choices=["json", "text"], default="json")
+    add_store_options(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    state = {"format": "json"}
+
+    def body() -> int:
+        args = build_parser().parse_args(argv)
+        state["format"] = args.format
+        from ..chat import QueryEngine, format_chat_text
+        from ..errors import UsageError
+
+        if not 1 <= args.top <= 20:
+            raise UsageError("--top must be between 1 and 20")
+        question = sys.stdin.read() if args.question == "-" else args.question
+        engine = QueryEngine(settings_from_args(args))
+        try:
+            result = engine.chat(question, k=args.k, mode=args.mode, top=args.top)
+        finally:
+            engine.close()
+        if args.format == "text":
+            sys.stdout.write(format_chat_text(result))
+        else:
+            print_json(result)
+        return 0
+
+    return run_main(body, json_errors=lambda: state["format"] == "json")
