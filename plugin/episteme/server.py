@@ -506,6 +506,8 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         description="LLM wiki for arXiv papers: ingest PDFs into a markdown wiki and trace "
         "every answer back to the exact source passages.",
         lifespan=lifespan,
+        docs_url=None,  # our own /docs below: FastAPI's page loads Swagger UI from a CDN
+        redoc_url=None,
     )
     app.state.services = services
 
@@ -568,7 +570,7 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         except Exception as exc:  # errors raised below the exception middleware
             traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
             return JSONResponse({"error": "internal error; see the server log"}, status_code=500)
-        if path == "/" or path.startswith("/static/"):
+        if path in ("/", "/docs") or path.startswith("/static/"):
             response.headers["Content-Security-Policy"] = (
                 "default-src 'self'; img-src 'self' data:; style-src 'self'; "
                 "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
@@ -584,6 +586,10 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     @app.get("/", include_in_schema=False)
     def index():
         return FileResponse(STATIC_DIR / "index.html", media_type="text/html")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs():
+        return FileResponse(STATIC_DIR / "docs.html", media_type="text/html")
 
     @app.get("/favicon.ico", include_in_schema=False)
     def favicon():
@@ -619,6 +625,11 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         write: Annotated[bool, Query(description="false: only index (raw/, SQLite, Chroma)")] = True,
         force_write: Annotated[bool, Query(description="write wiki pages even if the wiki already cites the paper")] = False,
     ):
+        """Upload a PDF: it is checked (bytes, size, pages), split, indexed (raw/, SQLite,
+        Chroma) and written into the wiki.  Returns ``{"status": "ok", "paper",
+        "sections_indexed", "wiki_pages_updated", "new_sections", "sections", ...}``; with
+        ``wait=false``, 202 and a job to poll at ``/jobs/{id}``.  413: over the size or page
+        limit; 422: not a readable PDF."""
         upload, name = await _receive_upload(services.settings, file)
         job = services.jobs.submit(
             "ingest", name,
@@ -641,6 +652,8 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
 
     @app.get("/jobs/{job_id}", summary="A job's progress and result")
     def job_status(job_id: str) -> dict:
+        """``status`` (queued, running, done, failed), ``progress`` (phase, done/total in
+        passages while embedding and sections while writing), then ``result`` or ``error``."""
         return services.jobs.get(job_id).to_json()
 
     # --- chat -----------------------------------------------------------------------------
@@ -649,6 +662,9 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
 
     @app.post("/chat", summary="Answer from the wiki and trace the answer to source passages")
     def chat(body: ChatRequest) -> dict:
+        """``{"answer", "wiki_sections_used", "sources": [{paper, section, passage, similarity,
+        page, claim}], "unsupported_claims", "claims", "mode"}``: the answer is written from the
+        retrieved wiki sections, then each claim is traced to the papers' passages."""
         q = body.query.strip()
         if not q:
             raise UsageError("query is empty")
@@ -665,6 +681,8 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
 
     @app.get("/wiki/{page:path}", summary="One page: markdown, sections, resolved links")
     def wiki_page(page: str) -> dict:
+        """A page by path (``concepts/x.md``, ``.md`` optional) or by the name a ``[[link]]``
+        would use; ``links`` maps each link target to the page it resolves to (or null)."""
         return read_wiki_page(settings.wiki, page)
 
     # --- graph ----------------------------------------------------------------------------
