@@ -5,6 +5,7 @@ progress, result, files), wiki and graph reads, bad uploads, limits, malformed r
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -279,3 +280,85 @@ def test_graph_matches_the_command(live):
     assert status == 400 and "unknown mode" in body["error"]
     status, body, _ = request("GET", live.url + "/graph?mode=query&query=type%20%3D%3D")
     assert status == 400 and "error" in body
+
+
+# ----------------------------------------------------------------------------- chat (real)
+
+
+def _sid_in_page(text: str, sid: str) -> bool:
+    return f'"id": "{sid}"' in text
+
+
+def test_chat_answers_with_traced_sources_like_the_cli(live):
+    q = "What BLEU score did the Transformer reach on English-to-French translation?"
+    status, r, _ = post_json(live.url, "/chat", {"query": q})
+    assert status == 200, r
+    for key in ("answer", "wiki_sections_used", "sources", "unsupported_claims"):
+        assert key in r, key
+    assert r["mode"] == "offline" and "41." in r["answer"]
+    index = json.loads((live.settings.wiki / "index.json").read_text())
+    assert r["wiki_sections_used"] and all(sid in index for sid in r["wiki_sections_used"])
+    # where each cited section lives (the UI links them): index.md says, and the page has it
+    for w in r["wiki_sections"]:
+        assert _sid_in_page((live.settings.wiki / w["page"]).read_text(), w["id"])
+    assert r["sources"]
+    from episteme.store import open_store
+
+    with open_store(live.settings, readonly=True) as st:
+        for s in r["sources"]:
+            assert set(s) >= {"paper", "section", "passage", "similarity", "page", "claim"}
+            assert 0 < s["similarity"] <= 1 and s["page"] >= 1
+            rows = [p for p in st.passages(paper_id=s["paper"]) if p["text"] == s["passage"]]
+            assert rows, "every quoted passage is verbatim a stored passage of that paper"
+            assert s["claim"] and s["claim"][:40] in " ".join(r["answer"].split())
+    assert any(s["paper"] == "attention_1706.03762v5.pdf" and "41" in s["passage"] for s in r["sources"])
+
+    # the command line gives the same answer and the same sources (one implementation)
+    proc = subprocess.run([sys.executable, "-m", "episteme.cli", "chat", q, "--wiki",
+                           str(live.settings.wiki), "--no-progress"],
+                          capture_output=True, text=True, timeout=300,
+                          env={k: v for k, v in os.environ.items() if k != "WIKI_PATH"})
+    assert proc.returncode == 0, proc.stderr
+    cli = json.loads(proc.stdout)
+    for key in ("answer", "wiki_sections_used", "sources", "unsupported_claims"):
+        assert cli[key] == r[key], key
+
+
+def test_chat_with_claude_marks_an_invented_claim_unsupported(written_template, tmp_path,  # noqa: F811
+                                                               fake_anthropic):
+    from episteme.chat import QueryEngine
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
+    q = "How does multi-head attention work?"
+    engine = QueryEngine(wiki_settings(wiki))
+    top = engine.retrieve(q)["sections"][0]["id"]
+    engine.close()
+    answer = (f"Multi-head attention linearly projects the queries, keys and values h times with "
+              f"different, learned linear projections and performs the attention function in "
+              f"parallel [{top}]. The Transformer was first trained on the Moon by 400 "
+              f"astronauts using steam-powered abacus clusters in 1962 [{top}].")
+    fake_anthropic.enqueue(fake_anthropic.tool_use_response(
+        "answer", {"answer": answer, "sections_used": [top]}))
+    with LiveServer(settings, write_mode="extractive") as srv:
+        status, r, _ = post_json(srv.url, "/chat", {"query": q})
+    assert status == 200, r
+    assert r["mode"] == "claude" and r["answer"] == answer
+    assert r["wiki_sections_used"] == [top]
+    assert any("Moon" in c for c in r["unsupported_claims"])
+    assert not any("projects the queries" in c for c in r["unsupported_claims"])
+    assert any("projects the queries" in s["claim"] and s["paper"] == "attention_1706.03762v5.pdf"
+               for s in r["sources"])
+    sent = fake_anthropic.requests[0].text()
+    assert q in sent and top in sent  # the question and the retrieved section went to Claude
+
+
+def test_chat_llm_failure_is_a_clear_json_error(written_template, tmp_path, fake_anthropic):  # noqa: F811
+    wiki = tmp_path / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    settings = wiki_settings(wiki, api_key="bad-key", llm_base_url=fake_anthropic.base_url)
+    fake_anthropic.enqueue(fake_anthropic.error_response(401, "invalid x-api-key"))
+    with LiveServer(settings, write_mode="extractive") as srv:
+        status, r, _ = post_json(srv.url, "/chat", {"query": "How does multi-head attention work?"})
+    assert status == 502 and "error" in r and "Traceback" not in json.dumps(r)

@@ -133,3 +133,84 @@ def test_wiki_page_text_is_escaped(site, page):
         assert page.query_selector("#page a.wikilink[data-page]") is not None
     finally:
         evil.unlink()
+
+
+def test_ask_shows_citations_passages_and_unsupported_claims(written_template, tmp_path,  # noqa: F811
+                                                             fake_anthropic, page):
+    """Claude (the fake Messages API) answers with one true and one invented claim: the true one
+    gets numbered citations that open the quoted passage; the invented one is marked."""
+    from episteme.chat import QueryEngine
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    q = "How does multi-head attention work?"
+    engine = QueryEngine(wiki_settings(wiki))
+    top = engine.retrieve(q)["sections"][0]["id"]
+    engine.close()
+    answer = (f"Multi-head attention linearly projects the queries, keys and values h times with "
+              f"different, learned linear projections and performs the attention function in "
+              f"parallel [{top}]. The Transformer was first trained on the Moon by 400 "
+              f"astronauts using steam-powered abacus clusters in 1962 [{top}].")
+    fake_anthropic.enqueue(fake_anthropic.tool_use_response(
+        "answer", {"answer": answer, "sections_used": [top]}))
+    settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
+    with LiveServer(settings, write_mode="extractive") as srv:
+        page.goto(srv.url + "/#/chat")
+        page.fill("#chat-input", q)
+        page.press("#chat-input", "Enter")
+        page.wait_for_selector(".turn:not(.pending) [data-testid=answer]", timeout=120_000)
+        answer_el = page.query_selector("[data-testid=answer]")
+        assert "projects the queries" in answer_el.inner_text()
+        marked = page.query_selector_all("[data-testid=answer] mark.unsupported")
+        assert marked and "Moon" in marked[0].inner_text()
+        assert "projects the queries" not in marked[0].inner_text()
+        assert "Moon" in page.inner_text("[data-testid=unsupported]")
+        cites = page.query_selector_all("[data-testid=answer] .cite")
+        assert cites, "the supported claim carries numbered citations"
+        n = cites[0].get_attribute("data-cite")
+        body = page.query_selector(f'.source[data-n="{n}"] .source-body')
+        assert not body.is_visible()
+        cites[0].click()
+        page.wait_for_selector(f'.source[data-n="{n}"] .source-body:not([hidden])')
+        passage = page.inner_text(f'.source[data-n="{n}"] [data-testid=passage]')
+        meta = page.inner_text(f'.source[data-n="{n}"] .meta')
+        assert "attention_1706.03762v5.pdf" in meta and "Page" in meta and "Similarity" in meta
+        assert len(passage) > 80 and "attention" in passage.lower()
+        # the passage shown is verbatim a stored passage
+        from episteme.store import open_store
+
+        with open_store(settings, readonly=True) as st:
+            texts = {p["text"] for p in st.passages(paper_id="attention_1706.03762v5.pdf")}
+        assert passage.strip() in {t.strip() for t in texts}
+        page.screenshot(path=str(SHOTS / "5-chat-citation-open.png"), full_page=True)
+        # the header toggles it closed again; a [sec_] id links to its wiki page
+        page.click(f'.source[data-n="{n}"] .source-head')
+        assert not page.query_selector(f'.source[data-n="{n}"] .source-body').is_visible()
+        page.click("[data-testid=answer] a.secref >> nth=0")
+        page.wait_for_selector("#page h1")
+        assert page.url.split("#", 1)[1].startswith("/wiki/")
+
+
+def test_token_prompt_then_browse_and_docs(page, tmp_path):
+    """With a token, the UI asks for it once (the API answered 401) and then works; /docs
+    renders the API reference from /openapi.json without any CDN."""
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    (wiki / "alpha.md").write_text("---\ntitle: Alpha\ntype: concept\n---\nSee [[Beta]].\n")
+    (wiki / "beta.md").write_text("---\ntitle: Beta\ntype: concept\n---\nBack to [[Alpha]].\n")
+    with LiveServer(wiki_settings(wiki), token="ui-token", warm=False) as srv:
+        page.goto(srv.url + "/#/wiki/alpha.md")
+        page.wait_for_selector("#token-bar:not([hidden])")
+        page.fill("#token-input", "ui-token")
+        page.click("#token-save")
+        page.wait_for_selector("#page h1")
+        assert page.inner_text("#page h1") == "Alpha"
+        page.click("#page a.wikilink")
+        page.wait_for_function("document.querySelector('#page h1').textContent === 'Beta'")
+        page.problems.clear()  # the first, refused requests log 401s by design
+        page.goto(srv.url + "/docs")
+        page.wait_for_selector(".doc-op")
+        text = page.inner_text("#docs")
+        for endpoint in ("/ingest", "/chat", "/wiki/{page}", "/graph", "/jobs/{job_id}", "/health"):
+            assert endpoint in text, endpoint
+        page.screenshot(path=str(SHOTS / "6-api-docs.png"), full_page=False)
