@@ -247,7 +247,7 @@ class _Suggester:
     """The closest page name to a dangling target.
 
     ``difflib`` over every name costs tens of milliseconds per target on a 10k-page wiki, so
-    candidates are first narrowed to the six names sharing the most words with the target
+    candidates are first narrowed to the dozen names sharing the most words with the target
     (character trigrams when no word is shared, e.g. a typo inside a one-word name); only
     those are scored with ``difflib``.  Results are cached per target."""
 
@@ -268,13 +268,21 @@ class _Suggester:
         s = f"  {s} "
         return {s[i : i + 3] for i in range(len(s) - 2)}
 
-    @staticmethod
-    def _count(keys: Iterable[str], index: dict[str, list[str]]) -> dict[str, int]:
-        counts: dict[str, int] = {}
+    def _count(self, keys: Iterable[str], index: dict[str, list[str]]) -> dict[str, float]:
+        """Names sharing ``keys``, scored by the keys' rarity (a shared rare word says more
+        than a shared common one).  Keys on more than a twentieth of all names are skipped
+        unless nothing else matches: they cost the most and discriminate least."""
+        postings = sorted((index[k] for k in keys if k in index), key=len)
+        if not postings:
+            return {}
+        cap = max(50, len(self.names) // 20)
+        use = [p for p in postings if len(p) <= cap] or postings[:1]
+        counts: dict[str, float] = {}
         get = counts.get
-        for k in keys:
-            for name in index.get(k, ()):
-                counts[name] = get(name, 0) + 1
+        for names in use:
+            w = 1.0 / len(names)
+            for name in names:
+                counts[name] = get(name, 0.0) + w
         return counts
 
     def suggest(self, target: str) -> str | None:
@@ -302,7 +310,8 @@ class _Suggester:
         best, best_score = None, 0.6
         sm = difflib.SequenceMatcher(None)
         sm.set_seq2(key)  # difflib caches its analysis of the second sequence
-        for name in sorted(heapq.nlargest(6, counts, key=counts.__getitem__)):
+        n = len(key)
+        for name in sorted(heapq.nlargest(12, counts, key=lambda c: (counts[c], -abs(len(c) - n)))):
             sm.set_seq1(name)
             if sm.real_quick_ratio() <= best_score or sm.quick_ratio() <= best_score:
                 continue
