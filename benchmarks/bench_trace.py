@@ -52,6 +52,7 @@ SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared")).resolve
 GOLD = SHARED / "data" / "gold" / "dev_trace.jsonl"
 PAPERS = SHARED / "data" / "papers"
 EXTRA_UNSUPPORTED = REPO / "benchmarks" / "trace_unsupported.jsonl"
+RETRIEVAL_QUESTIONS = REPO / "benchmarks" / "retrieval_questions.jsonl"
 CACHE = Path(os.environ.get("EPISTEME_BENCH_CACHE", "/tmp/episteme-bench-trace"))
 RANK_CUT = 20
 
@@ -89,6 +90,75 @@ def ensure_wiki() -> Path:
         (build / "ingest.json").write_text(proc.stdout, encoding="utf-8")
         os.replace(build, target)
     return target / "wiki"
+
+
+def ensure_written_wiki(papers_wiki: Path) -> Path:
+    """The papers wiki plus pages written by the extractive writer (fixed date), cached by the
+    papers and the writer's source, so the retrieval questions always meet the same wiki."""
+    import datetime as dt
+    import shutil
+
+    h = hashlib.sha256(papers_wiki.parent.name.encode())
+    for name in ("writer.py", "writer_extractive.py", "wikiwrite.py", "sections.py"):
+        src = REPO / "plugin" / "episteme" / name
+        if src.is_file():
+            h.update(src.read_bytes())
+    target = CACHE / f"written-{h.hexdigest()[:16]}"
+    if not (target / "done").is_file():
+        from episteme.store import Store
+        from episteme.writer import write_paper
+
+        build = CACHE / f".written-{os.getpid()}"
+        shutil.rmtree(build, ignore_errors=True)
+        shutil.copytree(papers_wiki, build / "wiki",
+                        ignore=shutil.ignore_patterns("trace_vectors", "wiki_index.db*", "tmp"))
+        settings = load_settings(build / "wiki", env={}, dotenv=None)
+        with Store(settings.sqlite_path, readonly=True) as st:
+            ids = [p["id"] for p in st.papers()]
+        print(f"writing the extractive wiki for {len(ids)} papers (once)...", file=sys.stderr)
+        for pid in ids:
+            write_paper(settings, pid, writer="extractive", today=dt.date(2026, 11, 29))
+        (build / "done").write_text("ok\n", encoding="utf-8")
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(build, target)
+    return target / "wiki"
+
+
+def evaluate_retrieval(wiki: Path) -> dict:
+    """recall@k of the questions' target sections (matched by paper + section title)."""
+    from episteme.retrieve import Retriever
+
+    settings = load_settings(wiki, env={}, dotenv=None)
+    retriever = Retriever(settings)
+    retriever.refresh()
+    index = retriever.index
+    sections = index.get(index.ids())
+    questions = [json.loads(line) for line in RETRIEVAL_QUESTIONS.read_text(encoding="utf-8").splitlines()
+                 if line.strip()]
+    ranks = {"fused": [], "lexical": [], "semantic": []}
+    missing = []
+    times = []
+    for q in questions:
+        titles = {t.lower() for t in q["target_titles"]}
+        targets = {sid for sid, s in sections.items()
+                   if q["paper"] in s["sources"] and s["title"].lower() in titles}
+        if not targets:
+            missing.append(q["id"])
+            continue
+        t = time.perf_counter()
+        fused = [s["id"] for s in retriever.retrieve(q["question"], k=10, refresh=False)["sections"]]
+        times.append(time.perf_counter() - t)
+        lex = [sid for sid, _ in index.lexical(q["question"], 10)]
+        sem = [sid for sid, _ in index.semantic(q["question"], 10)]
+        for name, ids in (("fused", fused), ("lexical", lex), ("semantic", sem)):
+            ranks[name].append(next((i + 1 for i, sid in enumerate(ids) if sid in targets), None))
+    out = {}
+    for name, rs in ranks.items():
+        n = len(rs)
+        out[name] = {f"recall@{k}": sum(r is not None and r <= k for r in rs) / n for k in (1, 3, 5)}
+        out[name]["MRR@10"] = sum(1.0 / r for r in rs if r) / n
+    return {"metrics": out, "n": len(ranks["fused"]), "missing": missing, "sections": len(sections),
+            "median_ms": statistics.median(times) * 1000 if times else None}
 
 
 # ------------------------------------------------------------------------------- matching
@@ -363,6 +433,22 @@ def main() -> int:
     out.append(f"Support score distribution: supported claims median {statistics.median(sup_all):.3f} "
                f"(5th pct {sup_all[len(sup_all) // 20]:.3f}); unsupported claims median "
                f"{statistics.median(uns_all):.3f} (95th pct {uns_all[(len(uns_all) * 19) // 20]:.3f}).\n")
+    written = ensure_written_wiki(wiki)
+    rv = evaluate_retrieval(written)
+    out.append("## Retrieval (question → wiki section)\n")
+    out.append(f"{rv['n']} questions written for this benchmark (`benchmarks/retrieval_questions.jsonl`), each "
+               f"with a known target section (paper + section title), on the wiki the extractive writer makes "
+               f"from the 10 papers ({rv['sections']} sections). Median retrieve time {rv['median_ms']:.0f} ms "
+               "(warm).\n")
+    if rv["missing"]:
+        out.append(f"Questions whose target section the writer did not produce: {', '.join(rv['missing'])}.\n")
+    out.append("| ranking | recall@1 | recall@3 | recall@5 | MRR@10 |")
+    out.append("|---|---|---|---|---|")
+    for name, label in (("fused", "**fused** (BM25 + embeddings, RRF)"), ("lexical", "BM25 only"),
+                        ("semantic", "embeddings only")):
+        m = rv["metrics"][name]
+        out.append(f"| {label} | {m['recall@1']:.3f} | {m['recall@3']:.3f} | {m['recall@5']:.3f} | {m['MRR@10']:.3f} |")
+    out.append("")
     if not args.no_speed:
         cold = cold_runs(wiki)
         warm = warm_runs(tracer)

@@ -1,0 +1,80 @@
+"""Retrieval of wiki sections for a question: the Retriever, its errors and the command."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from episteme.errors import EpistemeError, UsageError
+from episteme.retrieve import Retriever, format_retrieve_text
+from episteme.wikiwrite import WikiWriter
+from ingested_wiki import wiki_settings
+from test_wikisearch import make_wiki
+
+
+@pytest.fixture
+def wiki(tmp_path: Path):
+    root = tmp_path / "wiki"
+    return root, make_wiki(root)
+
+
+def test_retrieve_returns_sections_with_their_sources(wiki, embedder):
+    root, ids = wiki
+    res = Retriever(wiki_settings(root), embedder).retrieve("why divide attention logits by sqrt(d_k)?", k=2)
+    assert res["question"].startswith("why divide")
+    first = res["sections"][0]
+    assert first["id"] == ids["Scaled dot-product attention"]
+    assert first["heading"] == "Scaled dot-product attention" and first["page"] == "transformer.md"
+    assert first["sources"] == ["attention.pdf"] and "softmax" in first["text"]
+    assert len(res["sections"]) == 2 and res["index"]["added"] == 4
+
+
+def test_retrieve_sees_new_sections_without_a_restart(wiki, embedder):
+    root, ids = wiki
+    r = Retriever(wiki_settings(root), embedder)
+    r.retrieve("residual", k=1)
+    with WikiWriter(root, op="test") as w:
+        new = w.create_section("bert", title="Masked language model",
+                               description="BERT masks 15% of tokens and predicts them.",
+                               body="Fifteen percent of WordPiece tokens are masked at random and the "
+                                    "model predicts the originals from both directions.",
+                               sources=["bert.pdf"], page_title="BERT").section_id
+    res = r.retrieve("what share of wordpiece tokens does BERT mask?", k=1)
+    assert res["sections"][0]["id"] == new and res["index"]["added"] == 1
+
+
+def test_bad_input(wiki, embedder, tmp_path):
+    root, _ = wiki
+    r = Retriever(wiki_settings(root), embedder)
+    with pytest.raises(UsageError):
+        r.retrieve("   ")
+    with pytest.raises(UsageError):
+        r.retrieve("attention", k=0)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(EpistemeError) as e:
+        Retriever(wiki_settings(empty), embedder).retrieve("attention")
+    assert "no sections yet" in e.value.message and "ingest" in e.value.message
+    with pytest.raises(EpistemeError) as e:
+        Retriever(wiki_settings(tmp_path / "missing"), embedder).retrieve("attention")
+    assert "does not exist" in e.value.message
+
+
+def test_command_json_and_text(wiki, capsys):
+    from episteme.commands.retrieve import main
+
+    root, ids = wiki
+    assert main(["minimax game between generator and discriminator", "--wiki", str(root), "--k", "1"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert [s["id"] for s in out["sections"]] == [ids["Adversarial training game"]]
+    assert main(["residual shortcut", "--wiki", str(root), "--k", "1", "--format", "text"]) == 0
+    text = capsys.readouterr().out
+    assert f"[{ids['Residual connections']}] Residual connections" in text and "resnet.pdf" in text
+
+
+def test_format_text_cuts_long_text():
+    res = {"question": "q", "sections": [{"id": "sec_001", "title": "T", "page": "p.md", "sources": [],
+                                           "score": 0.5, "description": "", "text": "word " * 500}]}
+    text = format_retrieve_text(res, width=100)
+    assert "no sources" in text and len(text) < 300 and text.rstrip().endswith("…")
