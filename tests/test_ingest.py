@@ -248,3 +248,20 @@ def snapshot_without_chroma(settings) -> tuple:
     dump = list(con.iterdump())
     con.close()
     return files, dump
+
+
+def test_corrupt_database_says_rebuild_and_rebuild_recovers(tmp_path, papers_dir, embedder):
+    s = wiki_settings(tmp_path / "w")
+    one = subset_pdf(papers_dir / GAN, tmp_path / "g.pdf", range(0, 1))
+    first = ingest_paper(s, one, progress=False, embedder=embedder)
+    for extra in ("-wal", "-shm"):
+        Path(str(s.sqlite_path) + extra).unlink(missing_ok=True)
+    s.sqlite_path.write_bytes(b"garbage, not SQLite" * 500)
+    other = subset_pdf(papers_dir / ATT, tmp_path / "a.pdf", range(0, 1))
+    with pytest.raises(EpistemeError, match="episteme rebuild"):
+        ingest_paper(s, other, progress=False, embedder=embedder)
+    out = rebuild(s, progress=False, embedder=embedder)
+    assert [p["paper"] for p in out["papers"]] == ["g.pdf"] and out["failed"] == []
+    with open_store(s, readonly=True) as st:
+        assert len(st.passages(paper_id="g.pdf")) == first["passages"] == out["passages"]
+    assert not s.sqlite_path.with_name(s.sqlite_path.name + ".rebuild").exists()
