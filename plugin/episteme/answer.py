@@ -22,6 +22,7 @@ from .errors import EpistemeError
 
 MAX_SECTION_CHARS = 6000  # per section in the prompt: bounded prompt size
 EXTRACTIVE_SENTENCES = 3
+RELEVANCE_MARGIN = 0.25  # extractive: keep sentences scoring within this of the best one
 _CITE = re.compile(r"\[(sec_\d{3,}(?:\s*[,;]\s*sec_\d{3,})*)\]")
 NO_ANSWER = "The wiki does not cover this question."
 
@@ -147,7 +148,10 @@ def extractive_answer(question: str, sections: Sequence[dict], embedder, *,
         key=lambda t: (-t[0], t[1]),
     )
     picked: list[int] = []
-    for _score, i in scored:
+    best = scored[0][0]
+    for score, i in scored:
+        if score < best - RELEVANCE_MARGIN:
+            break  # much weaker than the best sentence: filler, not an answer
         words = set(cands[i][0].lower().split())
         if any(len(words & set(cands[j][0].lower().split())) > 0.7 * len(words) for j in picked):
             continue  # near-duplicate of a sentence already chosen
