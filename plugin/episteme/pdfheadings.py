@@ -35,6 +35,7 @@ APPENDIX_NUMBERED = re.compile(
 KNOWN = re.compile(
     r"^(?P<name>abstract|introduction|related work|background|conclusions?|"
     r"conclusions? and future work|discussion|acknowledge?ments?|references|bibliography|"
+    r"literature cited|works cited|"
     r"appendix|appendices|supplementary material|keywords|ccs concepts|limitations|"
     r"ethics statement|broader impact|index terms)\s*[.:]?$",
     re.I,
@@ -245,7 +246,7 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
         k = KNOWN.match(text)
         if k and (has_evidence(ln, text, stats) or ln.font != stats.body_font):
             name = _clean_title(text.rstrip(":"))
-            if name.lower() in ("references", "bibliography"):
+            if name.lower() in ("references", "bibliography", "literature cited", "works cited"):
                 seen_refs = True
             heads.append(Heading(i, 1, "", name, 1, "", _style(ln)))
             continue
@@ -371,7 +372,8 @@ def _add_style_matches(
             h = by_index[i]
             if h.number:
                 level_now = h.level
-            in_refs = h.title.lower() in ("references", "bibliography")
+            in_refs = h.title.lower() in ("references", "bibliography", "literature cited",
+                                          "works cited")
         ln = lines[i]
         st = _style(ln)
         text = ln.text.strip()

@@ -243,7 +243,7 @@ def _merge(outline: list[Heading], text: list[Heading]) -> list[Heading]:
     return sorted(out, key=lambda h: h.index)
 
 
-_REFS = re.compile(r"^(references|bibliography|literature cited)$", re.I)
+_REFS = re.compile(r"^(references|bibliography|literature cited|works cited)$", re.I)
 
 
 def _kinds(heads: list[Heading]) -> list[str]:
