@@ -12,7 +12,8 @@ from ..cliutil import ArgumentParser, print_json, run_main
 
 
 def build_parser() -> ArgumentParser:
-    p = ArgumentParser(prog="episteme split", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="episteme split",
+                       description="Print a PDF's logical sections as JSON, storing nothing.")
     p.add_argument("pdf", help="the PDF to split")
     p.add_argument("--no-outline", action="store_true", help="ignore the PDF outline/bookmarks")
     p.add_argument("--text", action="store_true", help="include each section's text")
