@@ -36,8 +36,9 @@ REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "plugin" / "scripts" / "graph_query.py"
 
 
-def run_once(cmd: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS MB) of one process and the children it waited for."""
+def run_once(cmd: list[str]) -> tuple[float, float, float]:
+    """(wall seconds, peak RSS MB, CPU seconds = user + system) of one process and the
+    children it waited for.  CPU time barely moves with machine load; wall time does."""
     t0 = time.perf_counter()
     p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     _, status, usage = os.wait4(p.pid, 0)
@@ -46,7 +47,7 @@ def run_once(cmd: list[str]) -> tuple[float, float]:
     if p.returncode != 0:
         raise SystemExit(f"failed ({p.returncode}): {' '.join(cmd)}\n{p.stderr.read().decode()[-2000:]}")
     p.stderr.close()
-    return wall, usage.ru_maxrss / 1024.0
+    return wall, usage.ru_maxrss / 1024.0, usage.ru_utime + usage.ru_stime
 
 
 def ensure_vault(gen: Path, work: Path, pages: int) -> Path:
@@ -67,7 +68,7 @@ def page_count(root: Path) -> int:
     return json.loads(r.stdout)["pages"]
 
 
-def bench(root: Path, bare: Path, runs: int) -> dict[str, tuple[float, float]]:
+def bench(root: Path, bare: Path, runs: int) -> dict[str, tuple[float, float, float]]:
     py = sys.executable
     cmds = {
         "bare": [py, str(bare), str(root)],
@@ -79,13 +80,15 @@ def bench(root: Path, bare: Path, runs: int) -> dict[str, tuple[float, float]]:
     for cmd in cmds.values():  # warm the page cache and the interpreter's .pyc files
         run_once(cmd)
     times: dict[str, list[float]] = {k: [] for k in cmds}
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
     rss: dict[str, float] = dict.fromkeys(cmds, 0.0)
     for _ in range(runs):
         for name, cmd in cmds.items():
-            wall, mb = run_once(cmd)
+            wall, mb, used = run_once(cmd)
             times[name].append(wall)
+            cpu[name].append(used)
             rss[name] = max(rss[name], mb)
-    return {k: (statistics.median(v), rss[k]) for k, v in times.items()}
+    return {k: (statistics.median(v), rss[k], statistics.median(cpu[k])) for k, v in times.items()}
 
 
 def main() -> int:
@@ -132,6 +135,8 @@ def main() -> int:
         "only when the wiki is large and a core is idle); `stats 1p` = `--jobs 1`. "
         "RSS = peak resident memory of the `stats` process.",
         "",
+        "### Wall clock (what the user waits for)",
+        "",
         "| wiki | pages | floor s | floor+yaml s | stats s | stats 1p s | hubs s | stats / floor | hubs / floor | stats ms per 1k pages | RSS MB |",
         "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
@@ -142,6 +147,19 @@ def main() -> int:
             f"{r['stats_1'][0]:.3f} | {r['hubs'][0]:.3f} | {r['stats'][0] / f:.2f}× | "
             f"{r['hubs'][0] / f:.2f}× | {1e6 * r['stats'][0] / max(n, 1):.0f} | "
             f"{max(r['stats'][1], r['stats_1'][1]):.0f} |"
+        )
+    lines += [
+        "",
+        "### CPU time (user + system, all processes; less sensitive to other load on the machine)",
+        "",
+        "| wiki | pages | floor s | floor+yaml s | stats s | stats 1p s | hubs s | stats / floor | stats 1p / floor |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for label, n, r in rows:
+        f = r["bare"][2]
+        lines.append(
+            f"| {label} | {n} | {f:.3f} | {r['bare_yaml'][2]:.3f} | {r['stats'][2]:.3f} | "
+            f"{r['stats_1'][2]:.3f} | {r['hubs'][2]:.3f} | {r['stats'][2] / f:.2f}× | {r['stats_1'][2] / f:.2f}× |"
         )
     lines += [
         "",
