@@ -345,9 +345,9 @@ def plan_extractive(
     per_topic: list[list[str]] = []
     for t in topics:
         ids = []
-        for row in finder.search(f"{t.title}. {' '.join(t.sentences)}", k=CANDIDATES):
-            if not is_topic_page(row["page"]):
-                continue
+        for row in finder.search(f"{t.title}. {' '.join(t.sentences)}", k=2 * CANDIDATES):
+            if not is_topic_page(row["page"]) or len(ids) >= CANDIDATES:
+                continue  # paper pages take no merges: ask for more, keep the topics
             ids.append(row["id"])
             cand_rows[row["id"]] = row
             cand_text[row["id"]] = f"{row['title']}. {row.get('description', '')} {' '.join(str(row.get('text', '')).split()[:180])}"
