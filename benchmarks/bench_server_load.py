@@ -255,6 +255,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--clients", type=int, default=4)
     ap.add_argument("--questions", type=int, default=50)
     ap.add_argument("--ingests", type=int, default=2, choices=range(0, len(LOAD_PAPERS) + 1))
+    ap.add_argument("--baseline", type=int, default=20,
+                    help="sequential single-client questions before the load phase")
     ap.add_argument("--keep", action="store_true", help="keep the temporary wiki")
     args = ap.parse_args(argv)
 
@@ -276,8 +278,18 @@ def main(argv: list[str] | None = None) -> int:
         first_chat = time.perf_counter() - t
         if status != 200:
             raise RuntimeError(f"warm-up chat failed: {status} {body}")
+        # baseline: one client, nothing else running (what a single user sees)
+        base_lat = []
+        for q in QUESTIONS[: args.baseline]:
+            t = time.perf_counter()
+            status, body = chat(base, q)
+            if status != 200:
+                raise RuntimeError(f"baseline chat failed: {status} {body}")
+            base_lat.append(time.perf_counter() - t)
+        load_before = os.getloadavg()[0]
         res = run_load(base, wiki, clients=args.clients, questions=args.questions,
                        ingest_pdfs=[PAPERS / n for n in LOAD_PAPERS[: args.ingests]])
+        load_after = os.getloadavg()[0]
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -293,11 +305,17 @@ def main(argv: list[str] | None = None) -> int:
           f"server: `episteme serve` on 127.0.0.1 (one uvicorn process), extractive writer, "
           f"no LLM key (offline chat).\n")
     print(f"Command: `.venv/bin/python benchmarks/bench_server_load.py --clients {args.clients} "
-          f"--questions {args.questions} --ingests {args.ingests}`\n")
+          f"--questions {args.questions} --ingests {args.ingests} --baseline {args.baseline}`\n")
     print("| what | value |\n|---|---|")
     print(f"| setup: ingest + write {len(SETUP_PAPERS)} papers (sequential) | {setup_s:.1f} s |")
     print(f"| first chat (warm-up) | {first_chat:.2f} s |")
-    print(f"| load phase wall time | {res['wall']:.1f} s |")
+    if base_lat:
+        print(f"| baseline: 1 client, no ingest, {len(base_lat)} questions: p50 / p95 | "
+              f"{pct(base_lat, 50):.3f} / {pct(base_lat, 95):.3f} s |")
+    print(f"| machine load average (1 min) before / after the load phase | "
+          f"{load_before:.1f} / {load_after:.1f} |")
+    print(f"| load phase wall time ({args.clients} chat clients + {args.ingests} ingests at once) | "
+          f"{res['wall']:.1f} s |")
     print(f"| chat requests | {len(lat)} of {args.clients * args.questions} "
           f"({args.clients} clients x {args.questions}) |")
     if lat:

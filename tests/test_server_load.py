@@ -85,3 +85,22 @@ def test_concurrent_uploads_are_serialized_and_nothing_is_lost(served, tmp_path)
     assert len(spans) == 3
     for (_, e1), (s2, _) in zip(spans[:-1], spans[1:], strict=True):
         assert e1 <= s2
+
+
+def test_small_load_chat_during_ingests(served, tmp_path):
+    """benchmarks/bench_server_load.py in small: 2 chat clients x 5 questions while 2 papers are
+    uploaded at the same time -- no errors, every answer well formed, nothing lost."""
+    bench = _bench()
+    pdfs = [small_paper_pdf(tmp_path / f"{t}.pdf", t) for t in ("gamma", "delta")]
+    res = bench.run_load(served.url, served.settings.wiki, clients=2, questions=5, ingest_pdfs=pdfs)
+    assert res["errors"] == [] and res["chat_bad"] == [] and res["lost"] == []
+    assert len(res["chat_latencies"]) == 10
+    assert sorted(r["paper"] for r in res["ingests"]) == ["delta.pdf", "gamma.pdf"]
+    assert all(r["new_sections"] for r in res["ingests"])
+    # the new papers are answerable at once (the tracer reloaded after each ingest)
+    status, body, _ = request(
+        "POST", served.url + "/chat",
+        data=b'{"query": "How does the wavelet method choose coefficients in image compression?"}',
+        headers={"Content-Type": "application/json"})
+    assert status == 200, body
+    assert any(s["paper"] == "delta.pdf" for s in body["sources"]), body["sources"][:2]

@@ -144,3 +144,44 @@ def test_serve_command_runs_and_answers(tmp_path, wiki):
     assert proc.returncode == 0, err
     assert "Traceback" not in err and f"http://127.0.0.1:{port}/" in err
     assert json.dumps(body)  # the health body was JSON
+
+
+def test_cross_site_requests_and_dns_rebinding_are_refused(wiki):
+    """A hostile web page can make the user's browser POST to 127.0.0.1 (a multipart form needs
+    no CORS preflight) or resolve its own name to 127.0.0.1: both are refused."""
+    with LiveServer(wiki_settings(wiki), warm=False) as srv:
+        same = {"Origin": srv.url}
+        status, body, _ = post_json(srv.url, "/chat", b"{bad", headers=same)
+        assert status == 400  # our own UI's origin passes the guard (then the JSON is bad)
+        for origin in ("http://evil.example", "null", f"http://127.0.0.1:{srv.port + 1}"):
+            status, body, _ = upload(srv.url, "x.pdf", b"%PDF-1.4\n%%EOF\n", headers={"Origin": origin})
+            assert status == 403 and body == {"error": "cross-origin request refused"}, origin
+        # reads carry no side effects: a GET with a foreign Origin is answered (CORS still
+        # keeps the page from reading it)
+        status, _, _ = request("GET", srv.url + "/wiki", headers={"Origin": "http://evil.example"})
+        assert status == 200
+        status, body, _ = request("GET", srv.url + "/wiki", headers={"Host": "evil.example:80"})
+        assert status == 403 and "loopback" in body["error"]
+        for host in (f"localhost:{srv.port}", f"127.0.0.1:{srv.port}", f"[::1]:{srv.port}"):
+            status, _, _ = request("GET", srv.url + "/health", headers={"Host": host})
+            assert status == 200, host
+    assert not (wiki / "raw").exists()
+    # with a token (any interface), the Host may be any name: the token is the guard
+    with LiveServer(wiki_settings(wiki), token=TOKEN, warm=False) as srv:
+        status, _, _ = request("GET", srv.url + "/wiki",
+                               headers={"Host": "papers.example.org", "Authorization": f"Bearer {TOKEN}"})
+        assert status == 200
+
+
+def test_stale_upload_files_are_removed_at_start(wiki):
+    import time
+
+    uploads = wiki / ".episteme" / "uploads"
+    uploads.mkdir(parents=True)
+    old, fresh = uploads / "old.pdf", uploads / "fresh.pdf"
+    old.write_bytes(b"%PDF-")
+    fresh.write_bytes(b"%PDF-")
+    os.utime(old, (time.time() - 7200, time.time() - 7200))
+    with LiveServer(wiki_settings(wiki), warm=False):
+        pass
+    assert not old.exists() and fresh.exists()

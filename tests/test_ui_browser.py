@@ -79,8 +79,7 @@ def test_upload_shows_progress_sections_and_pages_then_follow_links(site, page, 
     target = paper_link.inner_text()
     paper_link.click()
     page.wait_for_selector("#page h1")
-    page.wait_for_function("document.querySelector('#page .crumbs') && "
-                           f"document.querySelector('#page .crumbs').textContent === {target!r}")
+    page.wait_for_function(f"document.querySelector('#page .crumbs')?.textContent === {target!r}")
     assert page.inner_text("#page h1").startswith("Notes on Graph Sparsification")
     page.wait_for_selector("[data-testid=graph-svg] .g-node")
     page.screenshot(path=str(SHOTS / "2-wiki-paper-page.png"), full_page=False)
@@ -88,8 +87,7 @@ def test_upload_shows_progress_sections_and_pages_then_follow_links(site, page, 
     assert links, "the paper page links to its topic pages"
     dest = links[0].get_attribute("data-page")
     links[0].click()
-    page.wait_for_function("document.querySelector('#page .crumbs') && "
-                           f"document.querySelector('#page .crumbs').textContent !== {target!r}")
+    page.wait_for_function(f"document.querySelector('#page .crumbs')?.textContent !== {target!r}")
     assert page.url.split("#", 1)[1].startswith("/wiki/")
     assert page.inner_text("#page .crumbs") == dest or dest in page.url
     # the neighborhood graph is drawn around the new page, and its nodes open pages
@@ -101,7 +99,7 @@ def test_upload_shows_progress_sections_and_pages_then_follow_links(site, page, 
     other = page.query_selector("[data-testid=graph-svg] .g-node:not(.d0)")
     other_id = other.get_attribute("data-page")
     other.click()
-    page.wait_for_function(f"document.querySelector('#page .crumbs').textContent === {other_id!r}")
+    page.wait_for_function(f"document.querySelector('#page .crumbs')?.textContent === {other_id!r}")
 
 
 def test_bad_upload_shows_the_servers_message(site, page, tmp_path):
@@ -206,7 +204,7 @@ def test_token_prompt_then_browse_and_docs(page, tmp_path):
         page.wait_for_selector("#page h1")
         assert page.inner_text("#page h1") == "Alpha"
         page.click("#page a.wikilink")
-        page.wait_for_function("document.querySelector('#page h1').textContent === 'Beta'")
+        page.wait_for_function("document.querySelector('#page h1')?.textContent === 'Beta'")
         page.problems.clear()  # the first, refused requests log 401s by design
         page.goto(srv.url + "/docs")
         page.wait_for_selector(".doc-op")

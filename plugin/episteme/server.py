@@ -68,6 +68,35 @@ def check_bind(host: str, token: str | None) -> None:
         )
 
 
+def _host_name(value: str) -> str:
+    """``host[:port]`` / ``[v6]:port`` / a URL's netloc -> the bare host name, lower case."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1:].split("]", 1)[0]
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+
+
+def _browser_guard(request, token: str | None) -> str | None:
+    """Why a request that a *web page* could have sent must be refused, or None.
+
+    A server on 127.0.0.1 is reachable from any page the user's browser opens: a form on a
+    hostile site can POST a multipart upload here without any CORS preflight, and a DNS
+    rebinding attack makes a hostile name resolve to 127.0.0.1.  So: without a token, the Host
+    header must be a loopback name; and a state-changing request that carries an Origin must
+    come from this very origin (our UI always does)."""
+    from urllib.parse import urlsplit
+
+    host = request.headers.get("host", "")
+    if not token and host and not is_loopback(_host_name(host)):
+        return f"host {host!r} refused: this server only answers to loopback names"
+    origin = request.headers.get("origin")
+    if origin and request.method not in ("GET", "HEAD", "OPTIONS"):
+        parts = urlsplit(origin)
+        if origin == "null" or parts.netloc.lower() != host.lower():
+            return "cross-origin request refused"
+    return None
+
+
 def status_for(err: BaseException) -> int:
     """The HTTP status for an error, from its type (never from parsing its message)."""
     from .pdfsplit import PdfError
@@ -495,6 +524,7 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
 
     @contextlib.asynccontextmanager
     async def lifespan(app):
+        _drop_stale_uploads(settings)
         if warm:
             await asyncio.to_thread(services.warm)
         yield
@@ -547,6 +577,9 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     @app.middleware("http")
     async def _guard(request: Request, call_next):
         path = request.url.path
+        refusal = _browser_guard(request, services.token)
+        if refusal:
+            return JSONResponse({"error": refusal}, status_code=403)
         if request.method == "POST" and path == "/ingest":
             limit = services.settings.max_pdf_bytes
             try:
@@ -705,6 +738,18 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
                            tag=tag, query=query, sort=sort, limit=limit, tier=tier, jobs=1)
 
     return app
+
+
+def _drop_stale_uploads(settings, max_age_s: float = 3600.0) -> None:
+    """Upload temp files left by a server that stopped with jobs still queued."""
+    folder = settings.data_dir / "uploads"
+    if not folder.is_dir():
+        return
+    now = time.time()
+    for f in folder.glob("*.pdf"):
+        with contextlib.suppress(OSError):
+            if now - f.stat().st_mtime > max_age_s:
+                f.unlink()
 
 
 async def _receive_upload(settings, file) -> tuple[Path, str]:
