@@ -57,6 +57,9 @@ W_RUN = 0.1
 # for abstract / introduction / conclusion passages, which restate results that a body section
 # states in full (when both match, the body is the better citation).
 W_ANSWER_BM25 = 0.25
+# Per claim, passages are ordered by their own support + this x the answer-level score
+# (normalised to the best passage), a coherence prior; the claim's support stays its own.
+CLAIM_CONTEXT_WEIGHT = 0.3
 SUMMARY_PENALTY = 0.06
 SUMMARY_TITLES = re.compile(
     r"^(abstract|introduction|conclusions?|summary|concluding remarks|discussion and conclusions?|"
@@ -120,14 +123,13 @@ def content_terms(text: str) -> list[str]:
     return list(out)
 
 
-def longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
-    """Length of the longest run of consecutive words shared by ``a`` and ``b`` (work
-    proportional to the number of matching word pairs, not ``len(a) * len(b)``)."""
-    if not a or not b:
+def longest_common_run(a: Sequence[str], b: Sequence[str] | dict[str, list[int]]) -> int:
+    """Length of the longest run of consecutive words shared by ``a`` and ``b``; ``b`` may be
+    given as its word → positions index (:func:`word_positions`), which callers cache.  The
+    work is proportional to the number of matching word pairs, not ``len(a) * len(b)``."""
+    where = b if isinstance(b, dict) else word_positions(b)
+    if not a or not where:
         return 0
-    where: dict[str, list[int]] = {}
-    for j, y in enumerate(b):
-        where.setdefault(y, []).append(j)
     best = 0
     prev: dict[int, int] = {}
     for x in a:
@@ -139,6 +141,13 @@ def longest_common_run(a: Sequence[str], b: Sequence[str]) -> int:
                 best = n
         prev = cur
     return best
+
+
+def word_positions(ws: Sequence[str]) -> dict[str, list[int]]:
+    where: dict[str, list[int]] = {}
+    for j, y in enumerate(ws):
+        where.setdefault(y, []).append(j)
+    return where
 
 
 @dataclass
@@ -499,7 +508,7 @@ class Tracer:
         best_score: dict[int, float] = {}
         pos = {pid: j for j, pid in enumerate(pool.ids)}
         for ci, (c, top_hits) in enumerate(zip(claims, ranked, strict=True)):
-            support = top_hits[0]["score"] if top_hits else 0.0
+            support = pool.support(ci)
             supported = support >= threshold
             result["claims"].append({
                 "claim": c.text,
@@ -554,20 +563,21 @@ class Tracer:
         sim = vecs @ P.T if len(ids) else np.zeros((len(claims), 0), dtype=np.float32)
         terms_per_claim = [content_terms(c) for c in claims]
         self._doc_freq({t for ts in terms_per_claim for t in ts})
-        cover = np.zeros((len(claims), len(ids)), dtype=np.float32)
         info_mass = np.zeros(len(claims), dtype=np.float32)
-        run = np.zeros((len(claims), len(ids)), dtype=np.float32)
-        pterms = [_passage_terms(info[i]["text"]) for i in ids]
-        pwords = [words(info[i]["text"]) for i in ids]
+        pindex = [_passage_index(info[i]["text"]) for i in ids]
+        cover_rows: list[list[float]] = []
+        run_rows: list[list[int]] = []
         for ci, claim in enumerate(claims):
-            weights = {t: self._idf(t) for t in terms_per_claim[ci]}
-            total = sum(weights.values()) or 1.0
-            info_mass[ci] = sum(weights.values())
+            weights = [(t, self._idf(t)) for t in terms_per_claim[ci]]
+            total = sum(w for _t, w in weights)
+            info_mass[ci] = total
             cwords = words(claim)
-            for pj in range(len(ids)):
-                terms = pterms[pj]
-                cover[ci, pj] = sum(w for t, w in weights.items() if t in terms) / total
-                run[ci, pj] = longest_common_run(cwords, pwords[pj])
+            cover_rows.append([sum(w for t, w in weights if t in terms) / (total or 1.0)
+                               for terms, _pos in pindex])
+            run_rows.append([longest_common_run(cwords, pos) for _terms, pos in pindex])
+        shape = (len(claims), len(ids))
+        cover = np.asarray(cover_rows, dtype=np.float32).reshape(shape)
+        run = np.asarray(run_rows, dtype=np.float32).reshape(shape)
         answer_bm25 = self._bm25(" ".join(claims), ids)
         score = W_COS * sim + W_COVER * cover + W_RUN * np.minimum(run, RUN_FULL) / RUN_FULL
         summary = np.asarray([
@@ -625,12 +635,24 @@ class Pool:
                 "coverage": float(self.cover[ci, pj]), "run": int(self.run[ci, pj]),
                 "score": float(self.score[ci, pj])}
 
+    def support(self, ci: int) -> float:
+        """How well the best passage supports claim ``ci`` (its own score, no context)."""
+        return float(self.score[ci].max()) if len(self.ids) else 0.0
+
     def ranked(self, limit: int | None = None) -> list[list[dict]]:
+        """Each claim's passages, best first: the claim's own score plus a small prior for
+        passages that support the rest of the answer too (answers usually come from one place,
+        so among near-equal passages the one that fits the whole answer is the better cite)."""
         import numpy as np
 
+        ctx = np.zeros(len(self.ids), dtype=np.float32)
+        if len(self.claims) > 1 and len(self.ids):
+            agg = self.answer_scores()
+            top = float(agg.max())
+            ctx = agg / top if top > 0 else ctx
         out = []
         for ci in range(len(self.claims)):
-            order = np.argsort(-self.score[ci], kind="stable")[:limit]
+            order = np.argsort(-(self.score[ci] + CLAIM_CONTEXT_WEIGHT * ctx), kind="stable")[:limit]
             out.append([self.hit(ci, int(pj)) for pj in order])
         return out
 
@@ -660,17 +682,22 @@ def _bare_title(section_title: str) -> str:
     return re.sub(r"^[\dIVXivx.]+\s+", "", (section_title or "").strip()).strip()
 
 
-_TERM_CACHE: dict[str, frozenset[str]] = {}
+_TEXT_CACHE: dict[str, tuple[frozenset[str], dict[str, list[int]]]] = {}
+_TEXT_CACHE_LOCK = threading.Lock()
 
 
-def _passage_terms(text: str) -> frozenset[str]:
-    terms = _TERM_CACHE.get(text)
-    if terms is None:
-        terms = frozenset(stem(w) for w in words(text))
-        if len(_TERM_CACHE) > 50_000:
-            _TERM_CACHE.clear()
-        _TERM_CACHE[text] = terms
-    return terms
+def _passage_index(text: str) -> tuple[frozenset[str], dict[str, list[int]]]:
+    """A passage's stemmed term set and word positions, computed once per passage text (a warm
+    process sees the same passages again and again)."""
+    hit = _TEXT_CACHE.get(text)
+    if hit is None:
+        ws = words(text)
+        hit = (frozenset(stem(w) for w in ws), word_positions(ws))
+        with _TEXT_CACHE_LOCK:
+            if len(_TEXT_CACHE) > 20_000:
+                _TEXT_CACHE.clear()
+            _TEXT_CACHE[text] = hit
+    return hit
 
 
 def _public(h: dict) -> dict:
