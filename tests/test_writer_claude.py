@@ -167,6 +167,7 @@ def test_malformed_and_invalid_tool_output_is_rejected_and_retried(ingested_wiki
     assert "sec_999 does not exist" in third.text()
     assert not (ingested_wiki / "x.md").exists()
     assert check_index_consistency(ingested_wiki) == []
+    assert "notes" not in out  # every [[link]] points at a page the run wrote
 
 
 def test_429_then_success(ingested_wiki, fake_anthropic):
@@ -223,6 +224,22 @@ def test_dry_run_prints_the_plan_and_writes_nothing(ingested_wiki, fake_anthropi
     assert out["plan"][0]["page"] == "papers/attention-is-all-you-need.md"
     assert {d["action"] for d in out["plan"]} == {"create"} and all(d["body"] for d in out["plan"])
     _nothing_written(ingested_wiki)
+
+
+def test_links_to_pages_nobody_wrote_are_reported(ingested_wiki, fake_anthropic):
+    settings = _settings(ingested_wiki, fake_anthropic)
+    n = _calls(settings, ATTENTION)
+
+    def dangling(req):
+        reply = create_reply(req)
+        reply.body["content"][-1]["input"]["body"] += " Compare [[recurrent-neural-network|RNNs]]."
+        return reply
+
+    fake_anthropic.enqueue(dangling, *[create_reply] * (n - 1))
+    out = write_paper(settings, ATTENTION, writer="claude", today=TODAY, llm_client=_client(settings))
+    assert out["write_status"] == "written"
+    (note,) = out["notes"]
+    assert note.endswith(": recurrent-neural-network")
 
 
 # ------------------------------------------------------------------------- mode + checks

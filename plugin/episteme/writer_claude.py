@@ -174,6 +174,10 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
             if d.section_id:
                 bodies[d.section_id] = d.body
             planned.setdefault(d.page, d.page_title or d.title)
+        missing = _missing_link_targets(wiki, plan)
+        if missing:
+            plan.notes.append("links to pages that do not exist yet (create them or fix the links; "
+                              "wiki-lint lists them too): " + ", ".join(missing))
     finally:
         usage = client.usage_summary()
         if own_client:
@@ -201,3 +205,25 @@ def _decision(raw: dict[str, Any], paper_id: str, section: PaperSection) -> Deci
         paper_section=section.id,
         reason="claude",
     )
+
+
+def _missing_link_targets(wiki, plan: WritePlan) -> list[str]:
+    """Link targets in the planned bodies that match no existing page (path, stem or title)
+    and no page the plan creates: allowed (a wiki grows by them) but worth reporting."""
+    from .pages import scan_wiki
+    from .writer import link_targets
+
+    names: set[str] = set()
+    for page in scan_wiki(wiki):
+        names.update({page.id.lower().removesuffix(".md"), page.stem.lower(), page.title.lower()})
+    for d in plan.decisions:
+        names.update({d.page.lower().removesuffix(".md"), d.page.rsplit("/", 1)[-1].lower().removesuffix(".md")})
+        if d.page_title:
+            names.add(d.page_title.lower())
+    missing: list[str] = []
+    for d in plan.decisions:
+        for t in link_targets(d.body):
+            key = t.lower().removesuffix(".md")
+            if key and key not in names and t not in missing:
+                missing.append(t)
+    return missing
