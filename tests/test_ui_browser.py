@@ -205,6 +205,10 @@ def test_token_prompt_then_browse_and_docs(page, tmp_path):
         assert page.inner_text("#page h1") == "Alpha"
         page.click("#page a.wikilink")
         page.wait_for_function("document.querySelector('#page h1')?.textContent === 'Beta'")
+        page.click(".tabs a[data-tab=wiki]")  # no page chosen: the overview (stats + hubs)
+        page.wait_for_selector("#page .hubs li")
+        assert [li.inner_text().split(" ")[0] for li in page.query_selector_all("#page .hubs li")] == ["Alpha", "Beta"]
+        assert page.query_selector(".graph-panel").is_hidden()
         page.problems.clear()  # the first, refused requests log 401s by design
         page.goto(srv.url + "/docs")
         page.wait_for_selector(".doc-op")

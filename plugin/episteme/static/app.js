@@ -309,7 +309,8 @@
       const t = p.type || "page";
       (groups[t] = groups[t] || []).push(p);
     });
-    const names = Object.keys(groups).sort();
+    // papers first: they are the way in; then the other page types alphabetically
+    const names = Object.keys(groups).sort((a, b) => (a === "paper" ? -1 : b === "paper" ? 1 : a.localeCompare(b)));
     const list = $("#page-list");
     if (!names.length) {
       list.innerHTML = '<p class="muted small">' + (state.pages.length ? "No page matches." : "The wiki is empty. Add a paper first.") + "</p>";
@@ -328,10 +329,13 @@
       try { await loadPages(); } catch (e) { $("#page").innerHTML = '<div class="error">' + esc(e.message) + "</div>"; return; }
     }
     if (!page) {
+      state.page = null;
       renderPageList();
+      showOverview();
       return;
     }
     const art = $("#page");
+    $(".graph-panel").hidden = false;
     art.innerHTML = '<p class="muted">Loading…</p>';
     let p;
     try {
@@ -371,6 +375,29 @@
     const bl = p.backlinks || [];
     $("#backlinks").innerHTML = "<h3>Linked from</h3>" + (bl.length ? "<ul>" + bl.map((b) =>
       '<li><a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(b.page)) + '">' + esc(b.title) + "</a></li>").join("") + "</ul>" : '<p class="muted small">No page links here.</p>');
+  }
+
+  async function showOverview() {
+    const art = $("#page");
+    $(".graph-panel").hidden = true;
+    $("#graph").textContent = "";
+    $("#backlinks").textContent = "";
+    if (!state.pages.length) {
+      art.innerHTML = '<div class="empty"><h2>The wiki is empty</h2><p>Add a paper to start it.</p></div>';
+      return;
+    }
+    try {
+      const [stats, hubs] = await Promise.all([api("/graph?mode=stats"), api("/graph?mode=hubs&limit=12")]);
+      const types = Object.entries(stats.types || {}).map(([t, n]) => '<span class="chip">' + esc(t) + " " + esc(n) + "</span>").join(" ");
+      art.innerHTML = '<header class="page-head"><div class="crumbs">overview</div><h1>The wiki</h1><div class="tags">' + types + "</div></header>" +
+        '<div class="stats">' + stat(stats.pages, "pages") + stat(stats.edges, "links between pages") +
+        stat(stats.dangling, "links to missing pages") + stat(stats.frontmatter_errors, "frontmatter errors") + "</div>" +
+        "<h2>Most connected pages</h2><ol class=\"hubs\">" + (hubs.hubs || []).map((h) =>
+          '<li><a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(h.id)) + '">' + esc(h.title) + "</a> " +
+          '<span class="muted small">' + esc(h.in) + " in · " + esc(h.out) + " out</span></li>").join("") + "</ol>";
+    } catch (e) {
+      art.innerHTML = '<div class="error">' + esc(e.message) + "</div>";
+    }
   }
 
   async function drawGraph(page) {
