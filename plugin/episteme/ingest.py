@@ -118,7 +118,7 @@ def _tmp_dir(settings) -> Path:
 
 
 def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_outline: bool,
-             progress: bool) -> _Prepared:
+             progress: bool, on_split=None) -> _Prepared:
     """Split + chunk + embed (no store touched)."""
     from .passages import make_passages
     from .pdfsplit import split_pdf
@@ -149,6 +149,8 @@ def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_
                           "char_end": p.char_end})
     if not ids:
         raise EpistemeError(f"{paper_id}: no passages to embed (the text layer is empty?)")
+    if on_split is not None:  # passages per section, in the order they are embedded (progress)
+        on_split([len(s.passages) for s in sections])
     embeddings = embedder.encode(docs, batch_size=32, progress=progress)
     paper = PaperRow(id=paper_id, file=f"raw/{paper_id}", sha256=sha, title=res.title or None,
                      authors=list(res.authors or []), pages=int(res.pages), ingested_at=_now(),
@@ -226,10 +228,12 @@ def _is_unchanged(settings, paper_id: str, sha: str, *, store=None) -> bool:
 
 def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
                  use_outline: bool = True, progress: bool = True, name: str | None = None,
-                 embedder=None) -> dict:
+                 embedder=None, on_split=None) -> dict:
     """Ingest one PDF (see module docstring).  ``name`` overrides the stored file name (HTTP
     uploads).  Returns the JSON printed by ``episteme ingest``; ``status`` is ``ingested``,
-    ``replaced`` (same name, new bytes or ``force``) or ``unchanged`` (nothing done)."""
+    ``replaced`` (same name, new bytes or ``force``) or ``unchanged`` (nothing done).
+    ``on_split(passages_per_section)`` is called once the paper is split, before embedding (the
+    HTTP server turns it into "sections done / total" job progress)."""
     from .embedding import get_embedder
     from .store import open_store
     from .vectors import open_vectors
@@ -262,7 +266,7 @@ def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
             f.flush()
             os.fsync(f.fileno())
         prepared = _prepare(settings, paper_id, tmp, sha, embedder, use_outline=use_outline,
-                            progress=progress)
+                            progress=progress, on_split=on_split)
         with _locked(settings), open_store(settings) as store:
             if not force and _is_unchanged(settings, paper_id, sha, store=store):
                 out = paper_json(store, paper_id, "unchanged")
