@@ -94,6 +94,12 @@ def test_ingest_real_paper_as_job_then_again_with_dotdot_name(live, papers_dir):
     assert embedding and embedding[-1]["total"] > 10 and embedding[-1]["unit"] == "passages"
     assert all(0 <= p["done"] <= p["total"] for p in seen if p["total"])
     assert final["progress"]["sections_total"] == final["result"]["sections_indexed"]
+    # sections done / total while embedding: counted up, never past the total, all at the end
+    n = final["result"]["sections_indexed"]
+    done = [p["sections_done"] for p in embedding]
+    assert all(p["sections_total"] == n for p in embedding)
+    assert done == sorted(done) and done[-1] <= n
+    assert embedding[-1]["done"] < embedding[-1]["total"] or done[-1] == n
 
     r = final["result"]
     for key in ("status", "paper", "sections_indexed", "wiki_pages_updated", "new_sections"):

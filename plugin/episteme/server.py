@@ -19,9 +19,11 @@ Why it looks like this:
 """
 
 import asyncio
+import bisect
 import contextlib
 import hmac
 import ipaddress
+import itertools
 import sys
 import threading
 import time
@@ -155,10 +157,21 @@ class Job:
     finished: float | None = None
     future: Future | None = None
 
+    #: cumulative passage counts per section, in embedding order (set once the paper is split)
+    _cum: list[int] = field(default_factory=list)
+
     def progress(self, phase: str, done: int = 0, total: int = 0, unit: str = "") -> None:
         self.phase, self.done, self.total, self.unit = phase, int(done), int(total), unit
         if unit == "sections":
             self.sections_done, self.sections_total = int(done), int(total)
+        elif unit == "passages" and self._cum:
+            # a section is done once all of its passages are embedded
+            self.sections_done = bisect.bisect_right(self._cum, int(done))
+
+    def split_done(self, passages_per_section: list[int]) -> None:
+        self._cum = list(itertools.accumulate(passages_per_section))
+        self.sections_total = len(passages_per_section)
+        self.progress("embedding", 0, self._cum[-1] if self._cum else 0, "passages")
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {
@@ -350,7 +363,7 @@ class Services:
             embedder = _ProgressEmbedder(self.embedder(), job)
             job.progress("splitting")
             result = ingest_paper(self.settings, upload, force=force, progress=False, name=name,
-                                  embedder=embedder)
+                                  embedder=embedder, on_split=job.split_done)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 upload.unlink()

@@ -446,7 +446,7 @@
     else if (p.phase === "done") frac = 1;
     let text = PHASES[p.phase] || p.phase || "";
     if (p.total && p.unit) text += " — " + p.done + " / " + p.total + " " + p.unit;
-    if (p.sections_total != null && p.unit !== "sections") text += " · " + p.sections_total + " sections";
+    if (p.sections_total != null && p.unit !== "sections") text += " · sections " + p.sections_done + " / " + p.sections_total;
     return [frac, text];
   }
 
