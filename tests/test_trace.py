@@ -212,3 +212,17 @@ def test_command_errors_and_text_format(ingested_wiki, capsys, monkeypatch):
     assert main(["--wiki", str(ingested_wiki), "--answer", SCALING + " " + FABRICATED, "--format", "text"]) == 0
     out = capsys.readouterr().out
     assert "UNSUPPORTED" in out and "3.2.1 Scaled Dot-Product Attention" in out
+
+
+def test_long_lived_tracer_sees_a_removed_paper(ingested_wiki, embedder):
+    from episteme.ingest import remove_paper
+
+    settings = wiki_settings(ingested_wiki)
+    t = Tracer(settings, embedder=embedder)
+    assert t.trace(GAN_CLAIM)["claims"][0]["passages"][0]["paper"] == GAN
+    remove_paper(settings, GAN)
+    res = t.trace(GAN_CLAIM)  # no restart: the tracer notices the store changed
+    assert all(p["paper"] == ATT for c in res["claims"] for p in c["passages"])
+    assert res["unsupported_claims"] == [GAN_CLAIM]
+    with pytest.raises(NotFoundError):
+        t.trace(GAN_CLAIM, papers=GAN)

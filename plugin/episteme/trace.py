@@ -286,8 +286,19 @@ class Tracer:
             self._vectors = open_vectors(self.settings, self.embedder)
         return self._vectors
 
-    def reload(self) -> None:
-        """Re-read what is ingested (the server calls this after an ingest or a removal)."""
+    def _signature(self) -> tuple:
+        """Changes whenever a paper is ingested, re-ingested or removed (one cheap query)."""
+        with self._db_lock:
+            return tuple(self.store.conn.execute(
+                "SELECT count(*), max(ingested_at), group_concat(sha256) FROM papers").fetchone())
+
+    def reload(self, *, if_changed: bool = False) -> None:
+        """Re-read what is ingested.  :meth:`trace` calls it with ``if_changed`` first, so a
+        long-lived tracer (the server's) sees papers ingested or removed since it was built."""
+        sig = self._signature()
+        if if_changed and sig == getattr(self, "_sig", None):
+            return
+        self._sig = sig
         with self._db_lock:
             self._papers = {r[0]: r[1] for r in self.store.conn.execute("SELECT id, sha256 FROM papers")}
             self._n_passages = int(self.store.conn.execute("SELECT count(*) FROM passages").fetchone()[0])
@@ -470,6 +481,7 @@ class Tracer:
         if not (answer or "").strip():
             raise UsageError("the answer is empty: there is nothing to trace")
         threshold = SUPPORT_THRESHOLD if threshold is None else float(threshold)
+        self.reload(if_changed=True)
         scope = self.scope(sections=sections, papers=papers, index_json=index_json)
         claims, not_traced = split_claims(answer)
         result: dict = {
