@@ -374,11 +374,23 @@ class Services:
         out.setdefault("new_sections", [])
         if write:
             out.update(self.write_wiki(job, result, force_write=force_write or force))
+        self.after_write(job)
+        return out
+
+    def after_write(self, job: Job) -> None:
+        """Bring the query side up to date inside the writer job, so the first chat after an
+        ingest does not pay for it: the tracer sees the new passages, and the wiki-section
+        index embeds the new sections now (a chat's own refresh then finds nothing to do)."""
         with self._engine_lock:
             engine = self._engine
-        if engine is not None and hasattr(engine, "reload"):
-            engine.reload()  # the tracer picks up the new paper's passages
-        return out
+        if engine is None:
+            return
+        job.progress("indexing")
+        try:
+            engine.reload()
+            engine.retriever.refresh()
+        except EpistemeError as e:  # not fatal: the next chat refreshes by itself
+            print(f"episteme serve: refreshing the query index failed: {e.message}", file=sys.stderr)
 
     def write_wiki(self, job: Job, ingest_result: dict, *, force_write: bool = False) -> dict:
         """Run the wiki writer exactly as ``episteme ingest --write`` does

@@ -435,13 +435,15 @@
   }
 
   const PHASES = { queued: "Waiting for the writer", starting: "Starting", splitting: "Splitting the PDF into sections",
-    embedding: "Embedding passages", writing: "Writing the wiki", done: "Done" };
+    embedding: "Embedding passages", writing: "Writing the wiki", indexing: "Indexing the new wiki sections",
+    done: "Done" };
 
   function describe(job) {
     const p = job.progress || {};
     let frac = 0.05;
     if (p.phase === "embedding" && p.total) frac = 0.15 + 0.6 * p.done / p.total;
-    else if (p.phase === "writing") frac = 0.8 + 0.2 * (p.total ? p.done / p.total : 0);
+    else if (p.phase === "writing") frac = 0.8 + 0.15 * (p.total ? p.done / p.total : 0);
+    else if (p.phase === "indexing") frac = 0.96;
     else if (p.phase === "splitting") frac = 0.1;
     else if (p.phase === "done") frac = 1;
     let text = PHASES[p.phase] || p.phase || "";
