@@ -74,6 +74,9 @@ def test_trace_finds_the_scaling_passage_and_flags_a_fabrication(tracer):
     top = claims[1]["passages"][0]
     assert top["paper"] == ATT and top["section"].startswith("3.2.1")
     assert "extremely small gradients" in top["passage"]
+    # the quote is the supporting sentence, verbatim from the passage
+    assert "extremely small gradients" in top["quote"] and top["quote"] in top["passage"]
+    assert len(top["quote"]) < len(top["passage"])
     assert {"paper", "section", "page", "passage", "similarity", "score"} <= set(top)
     assert claims[0]["supported"] and claims[1]["supported"]
     assert not claims[2]["supported"]

@@ -112,6 +112,8 @@ def _sentences(text: str) -> list[str]:
 
     clean = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", text or "")  # [[link|label]] -> label
     clean = re.sub(r"^\s*(?:[-*>]|#+|\d+\.)\s+", "", clean, flags=re.M)  # list/quote/heading marks
+    # a line ending in ":" introduces what follows ("From <paper>, §3.2 (p. 4):"), it is no claim
+    clean = re.sub(r"^[^\n]*:[ \t]*$", "", clean, flags=re.M)
     out = []
     for a, b in split_sentences(clean):
         s = " ".join(clean[a:b].split()).strip(" \"“”")

@@ -128,7 +128,7 @@ class QueryEngine:
         result["sources"] = [
             {"paper": s["paper"], "section": s["section"], "passage": s["passage"],
              "similarity": s["similarity"], "page": s["page"], "claim": s["claim"],
-             "score": s["score"], "passage_id": s["passage_id"]}
+             "score": s["score"], "passage_id": s["passage_id"], "quote": s["quote"]}
             for s in traced["sources"]
         ]
         result["unsupported_claims"] = traced["unsupported_claims"]
@@ -164,7 +164,7 @@ def format_chat_text(result: dict) -> str:
         for pid, n in numbers.items():
             s = by_id[pid]
             lines.append(f"[{n}] {s['paper']}, {s['section']}, p. {s['page']} (similarity {s['similarity']:.2f})")
-            lines.append(f"    \"{quote(s['passage'])}\"")
+            lines.append(f"    \"{quote(s.get('quote') or s['passage'])}\"")
     if result.get("unsupported_claims"):
         lines.append("")
         lines.append(f"Unsupported claims: {len(result['unsupported_claims'])} (no passage of the "

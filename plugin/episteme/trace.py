@@ -167,10 +167,11 @@ def split_claims(answer: str, *, max_claims: int = MAX_CLAIMS,
     """
     from .passages import split_sentences
 
-    text = answer or ""
+    # citation markers ("[sec_002]") are not part of a claim, and one placed after the period
+    # ("... end. [sec_002] Next ...") would hide the sentence boundary: drop them first
+    text = _CITATION.sub("", answer or "")
     spans: list[tuple[int, int]] = []
     for start, end in split_sentences(text):
-        # citation markers like "[sec_002]" are not part of the claim
         ws = [(m.start() + start, m.end() + start) for m in re.finditer(r"\S+", text[start:end])]
         for i in range(0, len(ws), max_words):
             chunk = ws[i:i + max_words]
@@ -526,7 +527,8 @@ class Tracer:
                 "claim": c.text,
                 "supported": supported,
                 "support": round(support, 4),
-                "passages": [_public(h) for h in top_hits],
+                "passages": [{**_public(h), "quote": self.quote_for(c.text, h["text"])}
+                             for h in top_hits],
             })
             if not supported:
                 result["unsupported_claims"].append(c.text)
@@ -537,9 +539,37 @@ class Tracer:
                     best[j], best_score[j] = ci, h["score"]
         order = sorted(best, key=lambda j: -float(answer_score[j]))
         result["sources"] = [
-            {**_public(pool.hit(best[j], j)), "claim": pool.claims[best[j]]} for j in order
+            {**_public(pool.hit(best[j], j)), "claim": pool.claims[best[j]],
+             "quote": self.quote_for(pool.claims[best[j]], pool.info[pool.ids[j]]["text"])}
+            for j in order
         ]
         return result
+
+    def quote_for(self, claim: str, passage: str, max_sentences: int = 2) -> str:
+        """The sentence(s) of ``passage`` that carry the support for ``claim``: the sentence
+        covering the most of the claim's IDF-weighted content words (ties: longest shared run),
+        plus the next one when that helps, quoted exactly from the passage."""
+        from .passages import split_sentences
+
+        spans = split_sentences(passage)
+        if len(spans) <= 1:
+            return passage.strip()
+        weights = {t: self._idf(t) for t in content_terms(claim)}
+        cwords = words(claim)
+
+        def score(a: int, b: int) -> tuple[float, int]:
+            ws = words(passage[a:b])
+            terms = {stem(w) for w in ws}
+            return (sum(w for t, w in weights.items() if t in terms), longest_common_run(cwords, ws))
+
+        scored = [(score(a, b), i) for i, (a, b) in enumerate(spans)]
+        (best_val, _run), i = max(scored, key=lambda x: (x[0], -x[1]))
+        start, end = spans[i]
+        if max_sentences > 1 and i + 1 < len(spans):
+            pair = score(start, spans[i + 1][1])
+            if pair[0] > best_val * 1.25:  # the next sentence adds real support
+                end = spans[i + 1][1]
+        return passage[start:end].strip()
 
     def score_pool(self, claims: Sequence[str], papers: list[str] | None, *,
                    include_references: bool = False) -> Pool:
@@ -744,7 +774,7 @@ def format_trace_text(result: dict) -> str:
         for p in c["passages"][:1] if not c["supported"] else c["passages"]:
             lines.append(f"   - {p['paper']}, {p['section']}, p. {p['page']} "
                          f"(similarity {p['similarity']:.2f}, score {p['score']:.2f})")
-            lines.append(f"     > {quote(p['passage'])}")
+            lines.append(f"     > {quote(p.get('quote') or p['passage'])}")
     for key in ("warning", "note"):
         if result.get(key):
             lines.append(f"{key}: {result[key]}")
