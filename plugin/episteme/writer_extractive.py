@@ -86,6 +86,11 @@ _SENT_BAD = re.compile(r"\[\[|\]\]|<!--|-->|`|\*|\||~~~|https?:|www\.|@|\\")
 _CAPTION_RE = re.compile(r"(^|\s)(Figure|Fig\.|Table|Algorithm)\s*\d+\s*[:.]", re.IGNORECASE)
 LEAD_BONUS = 0.06  # the first sentences of a section tend to state its point
 LENGTH_BONUS = 0.03  # for sentences of 15-45 words: informative but still quotable
+META_PENALTY = 0.1  # sentences about the paper's own structure say little about the topic
+_META_RE = re.compile(
+    r"^(We now|Now we|In this (section|paper|work)|This (section|paper)|The rest of|As (shown|described|discussed)"
+    r"|Next,|Finally,|Here,? we|Below|Above|See |We (first|then) (describe|present|introduce))\b",
+)
 
 
 # ----------------------------------------------------------------------------- sentences
@@ -139,7 +144,8 @@ class SectionKeys:
 def rank_sentences(sections: list[PaperSection], embedder) -> dict[str, SectionKeys]:
     """Candidate sentences of every section scored for a summary (one embedding batch): cosine
     to the section's mean sentence vector (centrality), plus small bonuses for leading position
-    and a comfortable length."""
+    and a comfortable length, minus a penalty for sentences about the paper's own structure
+    ("In this section we ...")."""
     import numpy as np
 
     keys = {s.id: SectionKeys(s, candidate_sentences(s.text)) for s in sections}
@@ -156,7 +162,9 @@ def rank_sentences(sections: list[PaperSection], embedder) -> dict[str, SectionK
             norm = float(np.linalg.norm(centroid)) or 1.0
             central = v @ (centroid / norm)
             k.scores = [
-                float(central[i]) + LEAD_BONUS * (1.0 - i / n) + (LENGTH_BONUS if 15 <= len(sent.split()) <= 45 else 0.0)
+                float(central[i]) + LEAD_BONUS * (1.0 - i / n)
+                + (LENGTH_BONUS if 15 <= len(sent.split()) <= 45 else 0.0)
+                - (META_PENALTY if _META_RE.match(sent) else 0.0)
                 for i, sent in enumerate(k.sentences)
             ]
             k.vectors = v
