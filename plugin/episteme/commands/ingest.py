@@ -28,7 +28,8 @@ def build_parser() -> ArgumentParser:
                    help="how --write decides (default auto: claude with an API key outside an agent)")
     p.add_argument("--dry-run", action="store_true", help="with --write: print the plan, write no page")
     p.add_argument("--force-write", action="store_true",
-                   help="with --write: write even when the wiki already cites the paper")
+                   help="with --write: write even when the wiki already cites the paper "
+                        "(adds its sections again; refine or remove the old ones)")
     p.add_argument("--date", default=None, help="with --write: date for pages and log.md (YYYY-MM-DD; default today)")
     add_store_options(p)
     return p
