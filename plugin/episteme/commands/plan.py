@@ -15,7 +15,9 @@ from ..cliutil import ArgumentParser, print_json, run_main
 
 
 def build_parser() -> ArgumentParser:
-    p = ArgumentParser(prog="episteme plan", description=__doc__.splitlines()[0])
+    p = ArgumentParser(prog="episteme plan", description=(
+        "For each section of an ingested paper, the most related existing wiki sections, as JSON "
+        "(what the wiki-ingest skill reads before writing). Writes nothing."))
     p.add_argument("paper", help="the ingested paper: its raw/ file name (or the PDF path)")
     p.add_argument("--wiki", default=None, help="the wiki folder (default: $WIKI_PATH or ./wiki)")
     p.add_argument("--k", type=int, default=5, help="related wiki sections per paper section (default 5)")
