@@ -334,7 +334,11 @@ class Services:
         get_embedder(self.settings)
         make_client(self.settings)
         with contextlib.suppress(EpistemeError, ImportError):
-            self.engine()
+            engine = self.engine()
+            engine.retriever.refresh()  # the wiki-section index, embedded now
+            # one offline question (never an LLM call) runs every step once: the first user
+            # question then meets warm caches instead of paying seconds for them
+            engine.chat("What does this wiki cover?", mode="offline")
 
     def embedder(self):
         from .embedding import get_embedder
