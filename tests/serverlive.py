@@ -157,6 +157,10 @@ def written_template(ingested_template: Path) -> Path:
     the extractive writer (``episteme ingest`` + ``write_paper``), built once per code version."""
     root = ingested_template.parent
     target = root / ingested_template.name.replace("ingested-", "written-", 1)
+    now = time.time()
+    for old in root.glob("written-*"):  # templates of older code versions, a day old
+        if old != target and old.is_dir() and now - old.stat().st_mtime > 86400:
+            shutil.rmtree(old, ignore_errors=True)
     with open(root / f"{target.name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not (target / "done").is_file():
