@@ -1,5 +1,8 @@
-"""``episteme serve``: the HTTP API (``POST /ingest``, ``POST /chat``, wiki, graph, jobs) and the
-web UI, over one wiki.  Binds 127.0.0.1 by default; any other address needs a bearer token.
+"""``episteme serve``: run the HTTP API and the web UI over one wiki.
+
+The API (``POST /ingest``, ``POST /chat``, ``/wiki``, ``/graph``, ``/jobs``, ``/health``; reference
+at ``/docs``) and the UI at ``/`` call the same functions as the commands.  Binds 127.0.0.1 by
+default; any other address needs a bearer token (``--token`` or ``$EPISTEME_TOKEN``).
 """
 
 from __future__ import annotations
