@@ -32,45 +32,42 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-from collections import deque
+from collections import deque, namedtuple
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
 
 from .errors import NotFoundError, UsageError
-from .pages import LinkList, Page, frontmatter_title, normalize_target, scan_wiki
+from .pages import (
+    NO_LINKS,
+    LinkList,
+    Page,
+    frontmatter_title,
+    normalize_target,
+    scan_wiki,
+    scan_wiki_lean,
+)
 from .schema import TIERS, Schema, compute_tier, load_schema
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (typing costs start-up time)
+    from typing import Any
 
 STEPS = ("title", "path", "stem", "alias")
 MAX_DEPTH = 4
 
 
-@dataclass(frozen=True, slots=True)
-class Resolution:
-    """Result of resolving a link target.  ``node`` is ``None`` when dangling; ``step`` is one
-    of :data:`STEPS`; ``candidates`` lists every page matched at that step (sorted) when there
-    was more than one."""
+# Immutable records as named tuples: ``dataclasses`` (with ``inspect``) would cost the command
+# more start-up time than scanning a thousand pages.
+Resolution = namedtuple("Resolution", ["node", "step", "candidates"], defaults=[()])
+Resolution.__doc__ = """Result of resolving a link target.  ``node`` is ``None`` when dangling; ``step`` is
+one of :data:`STEPS`; ``candidates`` lists every page matched at that step (sorted) when there
+was more than one."""
 
-    node: int | None
-    step: str | None
-    candidates: tuple[int, ...] = ()
+Dangling = namedtuple("Dangling", ["source", "target", "line"])
+Dangling.__doc__ = "An unresolved link: the linking page's id, the target as written, its line."
 
-
-@dataclass(frozen=True, slots=True)
-class Dangling:
-    source: str
-    target: str
-    line: int
-
-
-@dataclass(frozen=True, slots=True)
-class Ambiguity:
-    source: str
-    target: str
-    line: int
-    step: str
-    chosen: str
-    candidates: tuple[str, ...]
+Ambiguity = namedtuple("Ambiguity", ["source", "target", "line", "step", "chosen", "candidates"])
+Ambiguity.__doc__ = """A link that several pages match at one resolution step, and the page the
+tie-break chose (``candidates``: every matching page id, sorted)."""
 
 
 def _tags_of(props: dict[str, Any]) -> list[str]:
@@ -110,8 +107,17 @@ class WikiGraph:
     """Pages as nodes ``0..n-1`` (in id order) and resolved links as directed edges."""
 
     def __init__(
-        self, root: str, pages: list[Page], schema: Schema, today: _dt.date | None, keep_links: bool = True
+        self,
+        root: str,
+        pages: list[Page],
+        schema: Schema,
+        today: _dt.date | None,
+        keep_links: bool = True,
+        targets: list[tuple[str, ...]] | None = None,
     ):
+        """``targets`` (a lean build): each page's link targets without line numbers, the pages
+        carrying no links; the line-numbered :attr:`dangling` and :attr:`ambiguities` lists are
+        then made on first use by re-reading only the pages that have such links."""
         self.root = root
         self.schema = schema
         self.today = today or _dt.date.today()
@@ -120,19 +126,29 @@ class WikiGraph:
         self.index = {pid: i for i, pid in enumerate(self.ids)}
         tiers_cfg = schema.tiers
         self.tiers_enabled = tiers_cfg.enabled
-        self.tiers = [compute_tier(p.props, tiers_cfg, self.today) for p in pages]
+        if tiers_cfg.enabled:
+            self.tiers = [compute_tier(p.props, tiers_cfg, self.today) for p in pages]
+        else:
+            self.tiers = ["active"] * len(pages)  # what compute_tier says for every page
         self._keys: dict[str, dict[str, int | list[int]]] = {s: {} for s in STEPS}
         self._build_name_index()
         self._cache: dict[str, tuple[str | None, list[int]]] = {}
         self.out_edges: list[list[int]] = []
         self.in_edges: list[list[int]] = [[] for _ in pages]
-        self.dangling: list[Dangling] = []
-        self.ambiguities: list[Ambiguity] = []
+        self._dangling: list[Dangling] | None = []
+        self._ambiguities: list[Ambiguity] | None = []
+        #: source node of each :attr:`dangling` entry, in order (counts without line numbers)
+        self.dangling_sources: list[int] = []
+        self.ambiguity_count = 0
         self.link_count = 0
-        self._build_edges()
-        if not keep_links:  # the command needs only the graph: free ~40% of the memory
-            for p in pages:
-                p.links = []
+        self._reread: list[int] = []  # lean build: pages whose dangling/ambiguous links need lines
+        if targets is None:
+            self._build_edges()
+            if not keep_links:  # the caller needs only the graph: free ~40% of the memory
+                for p in pages:
+                    p.links = NO_LINKS
+        else:
+            self._build_edges_lean(targets)
         self.frontmatter_errors = [
             {"id": p.id, "error": p.fm_error, "line": p.fm_error_line} for p in pages if p.fm_error
         ]
@@ -148,8 +164,12 @@ class WikiGraph:
         jobs: int | None = None,
         keep_links: bool = True,
     ) -> WikiGraph:
-        """Scan the wiki at ``root`` and build its graph.  ``keep_links=False`` empties each
-        ``page.links`` once the edges are built (the resolved graph keeps everything else).
+        """Scan the wiki at ``root`` and build its graph.
+
+        ``keep_links=False`` is the lean build of the graph command: pages carry no links
+        (``page.links`` is empty), link line numbers are never computed during the scan, and
+        :attr:`dangling` / :attr:`ambiguities` re-read the few pages concerned when first asked
+        for; every result equals the full build's.
 
         The cyclic garbage collector is paused meanwhile: the scan allocates hundreds of
         thousands of small containers and no cycles, and repeated full collections over them
@@ -162,7 +182,15 @@ class WikiGraph:
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            return cls(root, scan_wiki(root, jobs=jobs), load_schema(root), today, keep_links)
+            schema = load_schema(root)
+            if keep_links:
+                return cls(root, scan_wiki(root, jobs=jobs), schema, today)
+            ids, rows = scan_wiki_lean(root, jobs=jobs)
+            join = os.path.join
+            pages = [Page(pid, join(root, pid), r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(ids, rows, strict=True)]
+            targets = [r[4] for r in rows]
+            del rows
+            return cls(root, pages, schema, today, False, targets)
         finally:
             if was_enabled:
                 gc.enable()
@@ -179,11 +207,9 @@ class WikiGraph:
         # list per key: at 50k pages the four indexes are the graph's largest structure)
         title_k, path_k, stem_k, alias_k = (self._keys[s] for s in STEPS)
 
-        def add(d: dict, key: str, i: int) -> None:
-            v = d.get(key)
-            if v is None:
-                d[key] = i
-            elif type(v) is list:
+        def again(d: dict, key: str, i: int) -> None:  # the key is taken: by another page?
+            v = d[key]
+            if type(v) is list:
                 if v[-1] != i:
                     v.append(i)
             elif v != i:
@@ -192,18 +218,25 @@ class WikiGraph:
         for i, p in enumerate(self.pages):
             props = p.props
             if props:
-                t = frontmatter_title(props)
+                t = props.get("title")
                 if t is not None:
-                    add(title_k, t.lower(), i)
+                    t = (t.strip() or None) if type(t) is str else frontmatter_title(props)
+                    if t is not None:
+                        t = t.lower()
+                        if title_k.setdefault(t, i) != i:
+                            again(title_k, t, i)
                 if "aliases" in props:
                     for a in _aliases_of(props):
                         a = a.strip().lower()
-                        if a:
-                            add(alias_k, a, i)
+                        if a and alias_k.setdefault(a, i) != i:
+                            again(alias_k, a, i)
             pid = p.id
             low = pid[:-3].lower() if pid.endswith(".md") else pid.lower()
-            add(path_k, low, i)
-            add(stem_k, low.rsplit("/", 1)[-1], i)
+            if path_k.setdefault(low, i) != i:
+                again(path_k, low, i)
+            stem = low[low.rfind("/") + 1 :]
+            if stem_k.setdefault(stem, i) != i:
+                again(stem_k, stem, i)
 
     def _lookup(self, key: str) -> tuple[str | None, list[int]]:
         hit = self._cache.get(key)
@@ -246,14 +279,10 @@ class WikiGraph:
         return Resolution(self._choose(cands, folder), step, tuple(sorted(cands)))
 
     def _build_edges(self) -> None:
-        ids = self.ids
-        lookup = self._lookup
-        in_edges = self.in_edges
         out_edges = self.out_edges
-        dangling_seen: set[tuple[int, str]] = set()
+        in_edges = self.in_edges
         # raw target text -> candidates; most wikis spell a target the same way many times
         by_text: dict[str, tuple[str | None, list[int]]] = {}
-        count = 0
         self.link_counts = link_counts = []
         for i, p in enumerate(self.pages):
             links = p.links
@@ -261,37 +290,131 @@ class WikiGraph:
             if not links:
                 out_edges.append([])
                 continue
-            count += len(links)
-            out: set[int] = set()
-            folder = None
-            for target, line in links.pairs() if type(links) is LinkList else links:
-                hit = by_text.get(target)
-                if hit is None:
-                    hit = by_text[target] = lookup(target.lower())
-                cands = hit[1]
-                if not cands:
-                    key = target.lower()
-                    if (i, key) not in dangling_seen:
-                        dangling_seen.add((i, key))
-                        self.dangling.append(Dangling(p.id, target, line))
-                    continue
-                if len(cands) == 1:
-                    j = cands[0]
-                else:
-                    if folder is None:
-                        folder = p.folder
-                    j = self._choose(cands, folder)
-                    self.ambiguities.append(
-                        Ambiguity(p.id, target, line, hit[0] or "", ids[j], tuple(ids[c] for c in sorted(cands)))
-                    )
-                out.add(j)
-            out.discard(i)  # self-links are dropped
-            lst = sorted(out)
+            pairs = links.pairs() if type(links) is LinkList else links
+            lst = self._resolve_links(i, pairs, by_text, True)
             out_edges.append(lst)
             for j in lst:
                 in_edges[j].append(i)
-        self.link_count = count
+        self.link_count = sum(link_counts)
         # in_edges were filled in increasing source order, so they are already sorted
+
+    def _resolve_links(
+        self, i: int, pairs: Iterable[tuple[str, int]], by_text: dict[str, tuple[str | None, list[int]]], record: bool
+    ) -> list[int]:
+        """Resolve page ``i``'s ``(target, line)`` links; returns its sorted out-neighbours
+        and (``record``) appends its dangling and ambiguous links to the lists."""
+        p = self.pages[i]
+        lookup = self._lookup
+        ids = self.ids
+        seen: set[str] = set()
+        out: set[int] = set()
+        folder = None
+        for target, line in pairs:
+            hit = by_text.get(target)
+            if hit is None:
+                hit = by_text[target] = lookup(target.lower())
+            cands = hit[1]
+            if not cands:
+                key = target.lower()
+                if key not in seen:
+                    seen.add(key)
+                    if record:
+                        self._dangling.append(Dangling(p.id, target, line))
+                        self.dangling_sources.append(i)
+                continue
+            if len(cands) == 1:
+                j = cands[0]
+            else:
+                if folder is None:
+                    folder = p.folder
+                j = self._choose(cands, folder)
+                if record:
+                    self.ambiguity_count += 1
+                    self._ambiguities.append(
+                        Ambiguity(p.id, target, line, hit[0] or "", ids[j], tuple(ids[c] for c in sorted(cands)))
+                    )
+            out.add(j)
+        out.discard(i)  # self-links are dropped
+        return sorted(out)
+
+    def _build_edges_lean(self, targets: list[tuple[str, ...]]) -> None:
+        """:meth:`_build_edges` from bare targets.  Each distinct target text is resolved once
+        to a code: its node, ``-1`` when dangling, ``-2`` when several pages match (the choice
+        depends on the linking page's folder); a page whose codes are all nodes needs no loop
+        in Python: one ``set(map(...))``."""
+        out_edges = self.out_edges
+        in_edges = self.in_edges
+        lookup = self._lookup
+        code: dict[str, int] = {}
+        get = code.get
+        by_text: dict[str, tuple[str | None, list[int]]] = {}
+        self.link_counts = link_counts = list(map(len, targets))
+        self.link_count = sum(link_counts)
+        self._dangling = self._ambiguities = None  # made on first use, with line numbers
+        dangling_sources = self.dangling_sources
+        reread = self._reread
+        for i, ts in enumerate(targets):
+            if not ts:
+                out_edges.append([])
+                continue
+            hits = set(map(get, ts))
+            if None in hits:
+                for t in ts:
+                    if t not in code:
+                        hit = by_text[t] = lookup(t.lower())
+                        cands = hit[1]
+                        code[t] = -1 if not cands else cands[0] if len(cands) == 1 else -2
+                hits = set(map(get, ts))
+            if -1 in hits or -2 in hits:
+                reread.append(i)
+                seen = {t.lower() for t in ts if code[t] == -1}
+                dangling_sources.extend([i] * len(seen))
+                if -2 in hits:
+                    self.ambiguity_count += sum(1 for t in ts if code[t] == -2)
+                    hits = set(self._resolve_links(i, ((t, 0) for t in ts), by_text, False))
+                else:
+                    hits.discard(-1)
+            hits.discard(i)  # self-links are dropped
+            lst = sorted(hits)
+            out_edges.append(lst)
+            for j in lst:
+                in_edges[j].append(i)
+
+    def _line_numbered(self) -> None:
+        """Make :attr:`dangling` and :attr:`ambiguities` of a lean build: re-read the pages
+        that have such links (and only those) for their line numbers."""
+        from .pages import read_page
+
+        self._dangling, self._ambiguities = [], []
+        self.dangling_sources, count = [], self.ambiguity_count
+        by_text: dict[str, tuple[str | None, list[int]]] = {}
+        for i in self._reread:
+            p = self.pages[i]
+            try:
+                links = read_page(self.root, p.id).links
+            except OSError:
+                continue  # deleted since the scan: nothing to point at
+            self._resolve_links(i, links.pairs(), by_text, True)
+        self.ambiguity_count = count  # counted at the scan; the re-read only adds lines
+
+    @property
+    def dangling(self) -> list[Dangling]:
+        """:class:`Dangling` per unique (source, target compared case-insensitively) pair, in
+        page order then link order."""
+        if self._dangling is None:
+            self._line_numbered()
+        return self._dangling  # type: ignore[return-value]
+
+    @property
+    def ambiguities(self) -> list[Ambiguity]:
+        """:class:`Ambiguity` per link occurrence resolved by a tie-break."""
+        if self._ambiguities is None:
+            self._line_numbered()
+        return self._ambiguities  # type: ignore[return-value]
+
+    @property
+    def dangling_count(self) -> int:
+        return len(self.dangling_sources)
 
     # ---------------------------------------------------------------- lookups
 
@@ -391,13 +514,14 @@ def stats(g: WikiGraph, tier: str | None = None) -> dict[str, Any]:
         t = g.pages[i].props.get("type")
         key = "(none)" if t is None else str(t)
         types[key] = types.get(key, 0) + 1
-    dangling = [d for d in g.dangling if node_ids is None or d.source in node_ids]
+    src = g.dangling_sources
+    dangling = len(src) if allowed is None else sum(1 for i in src if i in allowed)
     fm = [e for e in g.frontmatter_errors if node_ids is None or e["id"] in node_ids]
     return {
         "pages": len(nodes),
         "edges": edges,
         "links": g.link_count if allowed is None else sum(g.link_counts[i] for i in nodes),
-        "dangling": len(dangling),
+        "dangling": dangling,
         "tiers": tiers,
         "tiers_enabled": g.tiers_enabled,
         "active": tiers["active"],
@@ -405,7 +529,7 @@ def stats(g: WikiGraph, tier: str | None = None) -> dict[str, Any]:
         "frozen": tiers["frozen"],
         "frontmatter_errors": len(fm),
         "frontmatter_error_pages": fm,
-        "ambiguous_links": len(g.ambiguities),
+        "ambiguous_links": g.ambiguity_count,
         "types": dict(sorted(types.items(), key=lambda kv: (-kv[1], kv[0]))),
     }
 

@@ -29,9 +29,12 @@ import datetime as _dt
 import os
 import re
 from array import array
+from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: importing typing costs the command ~5 ms of start-up
+    from typing import Any
 
 STRUCTURAL_FILES = frozenset({"index.md", "log.md", "SCHEMA.md"})
 RAW_DIR = "raw"
@@ -40,12 +43,9 @@ RAW_DIR = "raw"
 PARALLEL_MIN_PAGES = 4000
 
 
-class Link(NamedTuple):
-    """One ``[[target]]`` occurrence in a page body.  ``target`` is already normalized
-    (see :func:`normalize_target`); ``line`` is the 1-based line in the file."""
-
-    target: str
-    line: int
+Link = namedtuple("Link", ["target", "line"])
+Link.__doc__ = """One ``[[target]]`` occurrence in a page body.  ``target`` is already normalized
+(see :func:`normalize_target`); ``line`` is the 1-based line in the file."""
 
 
 class LinkList(Sequence):
@@ -94,18 +94,56 @@ def _linklist_from(targets: tuple[str, ...], lines: array) -> LinkList:
     return ll
 
 
-@dataclass(slots=True)
-class Page:
-    """One wiki page.  ``props`` is the frontmatter mapping (``{}`` when absent or malformed);
-    ``fm_error`` / ``fm_error_line`` say why it was malformed and where (1-based file line)."""
+#: The (shared, never modified) links of a page scanned without them.
+NO_LINKS = _linklist_from((), array("i"))
 
-    id: str
-    path: str
-    props: dict[str, Any]
-    links: Sequence[Link] = field(default_factory=list)  # a LinkList when scanned
-    fm_error: str | None = None
-    fm_error_line: int | None = None
-    has_frontmatter: bool = False
+
+class Record:
+    """A slotted record class: the ``__init__``-less part of ``@dataclass(slots=True)``
+    (field-wise ``==``, a ``repr`` naming the fields, unhashable) without importing
+    ``dataclasses``, which with ``inspect`` costs more start-up than a 1k-page scan."""
+
+    __slots__ = ()
+
+    def _values(self) -> tuple:
+        return tuple(getattr(self, f) for f in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is self.__class__:
+            return self._values() == other._values()  # type: ignore[attr-defined]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Page(Record):
+    """One wiki page.  ``props`` is the frontmatter mapping (``{}`` when absent or malformed);
+    ``fm_error`` / ``fm_error_line`` say why it was malformed and where (1-based file line);
+    ``links`` is a :class:`LinkList` when scanned."""
+
+    __slots__ = ("id", "path", "props", "links", "fm_error", "fm_error_line", "has_frontmatter")
+
+    def __init__(
+        self,
+        id: str,  # noqa: A002 - the field's name
+        path: str,
+        props: dict[str, Any],
+        links: Sequence[Link] | None = None,
+        fm_error: str | None = None,
+        fm_error_line: int | None = None,
+        has_frontmatter: bool = False,
+    ):
+        self.id = id
+        self.path = path
+        self.props = props
+        self.links = [] if links is None else links
+        self.fm_error = fm_error
+        self.fm_error_line = fm_error_line
+        self.has_frontmatter = has_frontmatter
 
     @property
     def stem(self) -> str:
@@ -125,14 +163,27 @@ class Page:
         return t if t is not None else self.stem
 
 
-@dataclass(slots=True)
-class Frontmatter:
-    props: dict[str, Any]
-    error: str | None
-    error_line: int | None
-    body_offset: int  # byte/char offset where the body starts
-    body_line: int  # 1-based line number of the body's first line
-    present: bool
+class Frontmatter(Record):
+    """``props``; ``error`` / ``error_line`` when malformed; ``body_offset``: byte offset where
+    the body starts; ``body_line``: 1-based line of the body's first line; ``present``."""
+
+    __slots__ = ("props", "error", "error_line", "body_offset", "body_line", "present")
+
+    def __init__(
+        self,
+        props: dict[str, Any],
+        error: str | None,
+        error_line: int | None,
+        body_offset: int,
+        body_line: int,
+        present: bool,
+    ):
+        self.props = props
+        self.error = error
+        self.error_line = error_line
+        self.body_offset = body_offset
+        self.body_line = body_line
+        self.present = present
 
 
 def frontmatter_title(props: dict[str, Any]) -> str | None:
@@ -199,7 +250,9 @@ _MAYBE_TYPED = re.compile(
     r"|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:[Tt \t].*)?)\Z"
 )
 # Anything PyYAML's reader rejects or treats specially (control characters, BOMs, NEL, ...).
-_UNSAFE_CHARS = re.compile("[^\n\x20-\x7e\xa0-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+# (the complement of "\n", \x20-\x7e, \xa0-\ud7ff, \ue000-\ufefe, \uff00-\ufffd, astral planes,
+# written as the short positive class: the negated one took 5 ms to compile at every start)
+_UNSAFE_CHARS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
 _FALLBACK = object()
 
 
@@ -258,13 +311,15 @@ def _scalar(s: str, flow: bool = False) -> Any:
     return _plain_scalar(s, flow)
 
 
-_FLOW_ITEM = re.compile(r"""\s*('(?:[^']|'')*'|"[^"\\]*"|[^,'"\[\]{}#][^,\[\]{}#]*?)\s*(,|\Z)""")
+# YAML's white space is the space and the tab (tabs never reach this parser): not "\s", which
+# would also eat a no-break space that PyYAML keeps as part of the value.
+_FLOW_ITEM = re.compile(r"""[ ]*('(?:[^']|'')*'|"[^"\\]*"|[^,'"\[\]{}#][^,\[\]{}#]*?)[ ]*(,|\Z)""")
 
 
 def _flow_list(s: str) -> Any:
     """A one-line ``[a, 'b', "c"]`` list of scalars."""
     inner = s[1:-1]
-    if not inner.strip():
+    if not inner.strip(" "):
         return []
     out = []
     pos = 0
@@ -298,13 +353,19 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
     props: dict[str, Any] = {}
     list_key: str | None = None  # key whose block list we are filling
     list_indent = -1
-    cache = _VALUE_CACHE
+    cached = _LINE_CACHE.get
     for line in block.split("\n"):
+        hit = cached(line)
+        if hit is not None:  # a "key: value" line seen before (on this page or another)
+            key, v = hit
+            props[key] = list(v) if type(v) is tuple else v  # each page gets its own list
+            list_key = None
+            continue
         if not line:
             continue
         c0 = line[0]
         if c0 == " " or c0 == "-" or c0 == "#":
-            stripped = line.strip()
+            stripped = line.strip(" ")
             if not stripped or stripped[0] == "#":
                 continue
             # only block-list items of the key above
@@ -318,7 +379,7 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
             item = stripped[1:]
             if item and item[0] != " ":
                 return None
-            item = item.strip()
+            item = item.strip(" ")
             if not item:
                 v = None
             else:
@@ -342,29 +403,29 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
                 return None
             k = key
         key = k  # one shared string per key name across all pages
-        value = rest.strip()
+        value = rest.strip(" ")
         if not value:
             props[key] = None
             list_key = key
             continue
-        v = cache.get(value, _MISS)
-        if v is _MISS:
-            v = _top_value(value)
-            if len(value) <= 80:
-                if len(cache) > 20_000:
-                    cache.clear()
-                cache[value] = tuple(v) if type(v) is list else v
-        elif type(v) is tuple:
-            v = list(v)
+        v = _top_value(value)
         if v is _FALLBACK:
             return None
+        if len(line) <= 100:
+            if len(_LINE_CACHE) > 50_000:
+                _LINE_CACHE.clear()
+            _LINE_CACHE[line] = (key, tuple(v) if type(v) is list else v)
         props[key] = v
     return props
 
 
-_VALUE_CACHE: dict[str, Any] = {}
+#: a top-level ``key: value`` line -> ``(key, value)``, lists stored as tuples: ``type: entity``,
+#: ``updated: 2025-03-01`` and tag lists repeat across thousands of pages, so most lines cost
+#: one dict lookup.  Cleared after every scan (a long-lived server must not accumulate the
+#: lines of every wiki it scanned).
+_LINE_CACHE: dict[str, tuple[str, Any]] = {}
+_VALUE_CACHE = _LINE_CACHE  # the name lint_rules clears after its scan
 _GOOD_KEYS: dict[str, str] = {}
-_MISS = object()
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
 
@@ -449,11 +510,17 @@ def parse_frontmatter(data: bytes | str) -> Frontmatter:
         data = data.encode("utf-8", "surrogatepass")
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
+    return Frontmatter(*_split_frontmatter(data))
+
+
+def _split_frontmatter(data: bytes) -> tuple[dict[str, Any], str | None, int | None, int, int, bool]:
+    """:func:`parse_frontmatter` as a plain tuple (``data`` without a BOM): the scan's hot
+    path, so no object is built that the caller would take apart again."""
     b = _frontmatter_bounds(data)
     if b is None:
-        return Frontmatter({}, None, None, 0, 1, False)
+        return {}, None, None, 0, 1, False
     if b[0] < 0:
-        return Frontmatter({}, "frontmatter opened with '---' is never closed", 1, 0, 1, True)
+        return {}, "frontmatter opened with '---' is never closed", 1, 0, 1, True
     start, end, body = b
     raw = data[start:end]
     body_line = 2 + raw.count(b"\n") + 1
@@ -462,9 +529,9 @@ def parse_frontmatter(data: bytes | str) -> Frontmatter:
         block = block.replace("\r\n", "\n")
     props = fast_frontmatter(block)
     if props is not None:
-        return Frontmatter(props, None, None, body, body_line, True)
+        return props, None, None, body, body_line, True
     props, err, line = yaml_frontmatter(block)
-    return Frontmatter(props, err, None if line is None else line + 2, body, body_line, True)
+    return props, err, None if line is None else line + 2, body, body_line, True
 
 
 # --------------------------------------------------------------------------------------------
@@ -492,6 +559,9 @@ def normalize_target(text: str) -> str:
     return text
 
 
+_CLOSERS: dict[tuple[bytes, int], re.Pattern[bytes]] = {}  # closing-fence regex per opening run
+
+
 def _fenced_regions(body: bytes) -> list[tuple[int, int]]:
     """Byte ranges covered by fenced code blocks (``` or ~~~), fence lines included.  An
     unclosed fence runs to the end of the body, as in CommonMark."""
@@ -510,7 +580,11 @@ def _fenced_regions(body: bytes) -> list[tuple[int, int]]:
                 return regions
             continue
         start = m.start()
-        close = re.compile(rb"^ {0,3}" + re.escape(ch) + b"{" + str(len(run)).encode() + rb",}[ \t\r]*$", re.M)
+        close = _CLOSERS.get((ch, len(run)))
+        if close is None:
+            close = _CLOSERS[(ch, len(run))] = re.compile(
+                rb"^ {0,3}" + re.escape(ch) + b"{" + str(len(run)).encode() + rb",}[ \t\r]*$", re.M
+            )
         c = close.search(body, m.end() + 1)
         if not c:
             regions.append((start, n))
@@ -591,12 +665,26 @@ def scan_links(body: bytes, first_line: int = 1) -> LinkList:
 # pages
 
 
+def read_bytes(path: str) -> bytes:
+    """A file's bytes.  ``os.open``/``os.read`` cost half of ``open().read()`` (no buffered
+    file object per file), which is most of a scan's I/O time on ten thousand small files."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        data = os.read(fd, 65536)
+        if len(data) == 65536:  # a big page: read the rest
+            parts = [data]
+            while chunk := os.read(fd, 1 << 20):
+                parts.append(chunk)
+            data = b"".join(parts)
+        return data
+    finally:
+        os.close(fd)
+
+
 def read_page(root: str | os.PathLike, page_id: str) -> Page:
     """Read and parse one page file (``page_id`` relative to ``root``)."""
     path = os.path.join(os.fspath(root), page_id)
-    with open(path, "rb") as f:
-        data = f.read()
-    return parse_page(page_id, path, data)
+    return parse_page(page_id, path, read_bytes(path))
 
 
 def parse_page(page_id: str, path: str, data: bytes) -> Page:
@@ -605,23 +693,129 @@ def parse_page(page_id: str, path: str, data: bytes) -> Page:
         data = data[3:]
     if not data.startswith(b"---"):
         return Page(page_id, path, {}, scan_links(data, 1))
-    fm = parse_frontmatter(data)
-    if fm.body_offset:
-        links = scan_links(data[fm.body_offset :], fm.body_line)
-    else:
-        links = scan_links(data, 1)
-    return Page(page_id, path, fm.props, links, fm.error, fm.error_line, fm.present)
+    props, err, err_line, body, body_line, present = _split_frontmatter(data)
+    links = scan_links(data[body:], body_line) if body else scan_links(data, 1)
+    return Page(page_id, path, props, links, err, err_line, present)
 
 
-def _scan_chunk(args: tuple[str, list[str]]) -> list[Page]:
-    root, ids = args
+_LINK_TEXT = re.compile(rb"\[\[([^\[\]\n]*)\]\]")  # = _LINK with its two groups as one
+_LINK_HEAD = re.compile(rb"\[\[([^\[\]\n|#\\]*)[^\[\]\n]*\]\]")  # = _LINK, only the first group
+#: link text (or its part before ``|``/``#``) -> normalize_target() of it ("" = same page)
+_NORMALIZED: dict[bytes, str] = {}
+
+
+def link_targets(data: bytes, start: int = 0) -> tuple[str, ...]:
+    """``scan_links(data[start:]).targets`` (the same targets in the same order) without line
+    numbers.
+
+    Why: graph queries need only where links point; counting lines and building a
+    :class:`LinkList` per page was a third of a ``stats`` run.  A page without code (no
+    backtick, no ``~~~``) takes one ``findall`` on the file's bytes; see :func:`_code_targets`
+    for the others."""
+    if start and data[start - 1] == 33:  # "!" just before the body: not an embed there
+        data, start = data[start:], 0
+    # one-byte probes first: memchr is ~4x faster than a multi-byte substring search
+    if b"`" in data or (b"~" in data and b"~~~" in data):
+        return _code_targets(data[start:] if start else data)
+    return _plain_targets(data, start)
+
+
+def _plain_targets(data: bytes, start: int) -> tuple[str, ...]:
+    """Targets of a body without code.  An embed ``![[`` is first defused in a same-length
+    copy (``!\\0[``) so that the regex cannot match it, which leaves every other match as it
+    was (a link text never contains ``[``).  Without a backslash in the page, a link's target
+    is its text before the first ``|`` or ``#``, so only that part is captured: it repeats
+    across pages (``[[X|label]]``, ``[[X#Heading]]``) and the cache below serves it."""
+    if b"!" in data and b"![[" in data:
+        data = data.replace(b"![[", b"!\0[")
+    raws = (_LINK_TEXT if b"\\" in data else _LINK_HEAD).findall(data, start)
+    if not raws:
+        return ()
+    got = list(map(_NORMALIZED.get, raws))
+    if None in got:
+        for k, t in enumerate(got):
+            if t is None:
+                got[k] = _normalize_raw(raws[k])
+    return tuple(filter(None, got))  # drops "" (same-page links like [[#heading]])
+
+
+def _code_targets(body: bytes) -> tuple[str, ...]:
+    """Targets of a body with code: fenced blocks are cut out (they span whole lines and a
+    link never spans a line break, so the rest matches as before); inline code spans, which
+    live on one line, are then checked per link as :func:`scan_links` does."""
+    regions = _fenced_regions(body)
+    if regions:
+        parts = []
+        pos = 0
+        for a, b in regions:
+            parts.append(body[pos:a])
+            pos = b
+        parts.append(body[pos:])
+        body = b"\n".join(parts)
+    if b"`" not in body:
+        return _plain_targets(body, 0)
     out = []
-    join = os.path.join
+    spans_at: dict[int, list[tuple[int, int]]] = {}
+    for m in _LINK_TEXT.finditer(body):
+        s = m.start()
+        if s and body[s - 1] == 33:  # "!": an embed
+            continue
+        ls = body.rfind(b"\n", 0, s) + 1
+        spans = spans_at.get(ls)
+        if spans is None:
+            spans = spans_at[ls] = _line_spans(body, ls, s)
+        if spans and any(a <= s < b for a, b in spans):
+            continue
+        raw = m[1]
+        t = _NORMALIZED.get(raw)
+        if t is None:
+            t = _normalize_raw(raw)
+        if t:
+            out.append(t)
+    return tuple(out)
+
+
+def _line_spans(body: bytes, ls: int, s: int) -> list[tuple[int, int]]:
+    """Inline code spans (byte ranges) of the line that starts at ``ls`` and holds ``s``."""
+    le = body.find(b"\n", s)
+    text_line = body[ls : le if le >= 0 else len(body)]
+    if b"`" not in text_line:
+        return []
+    return [(ls + c.start(), ls + c.end()) for c in _CODE_SPAN.finditer(text_line)]
+
+
+def _normalize_raw(raw: bytes) -> str:
+    t = raw.decode("utf-8", "replace")
+    if "|" in t or "#" in t or "\\" in t or t[-3:].lower() == ".md" or t[:1].isspace() or t[-1:].isspace():
+        t = normalize_target(t)
+    t = _intern(t, t)
+    if len(_NORMALIZED) < 200_000:
+        _NORMALIZED[raw] = t
+    return t
+
+
+if TYPE_CHECKING:
+    #: What a graph-only scan keeps of a page: ``(props, fm_error, fm_error_line,
+    #: has_frontmatter, link targets)``.
+    LeanPage = tuple[dict[str, Any], str | None, int | None, bool, tuple[str, ...]]
+
+
+def lean_page(data: bytes) -> LeanPage:
+    """The parts of a page the link graph needs (no line numbers, no :class:`Page`)."""
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    if data[:3] != b"---":
+        return {}, None, None, False, link_targets(data)
+    props, err, err_line, body, _, present = _split_frontmatter(data)
+    return props, err, err_line, present, link_targets(data, body)
+
+
+def _scan_chunk(root: str, ids: list[str]) -> list[Page]:
+    out = []
     for pid in ids:
-        path = join(root, pid)
+        path = f"{root}/{pid}"
         try:
-            with open(path, "rb") as f:
-                data = f.read()
+            data = read_bytes(path)
         except OSError as e:
             out.append(Page(pid, path, {}, [], f"unreadable: {e.strerror}", None))
             continue
@@ -629,60 +823,164 @@ def _scan_chunk(args: tuple[str, list[str]]) -> list[Page]:
     return out
 
 
-def _scan_packed(args: tuple[str, list[str]]) -> list[tuple]:
+def _scan_packed(root: str, ids: list[str]) -> list[tuple]:
     """Worker side of a parallel scan: plain tuples pickle several times faster than
     dataclass instances and named tuples."""
     return [
         (p.id, p.path, p.props, p.links, p.fm_error, p.fm_error_line, p.has_frontmatter)
-        for p in _scan_chunk(args)
+        for p in _scan_chunk(root, ids)
     ]
 
 
-def _unpack(rows: list[tuple]) -> list[Page]:
-    return [Page(*r) for r in rows]
+def _lean_chunk(root: str, ids: list[str]) -> list[LeanPage]:
+    out = []
+    for pid in ids:
+        try:
+            data = read_bytes(f"{root}/{pid}")
+        except OSError as e:
+            out.append(({}, f"unreadable: {e.strerror}", None, False, ()))
+            continue
+        out.append(lean_page(data))
+    return out
 
 
 def default_jobs(n_pages: int) -> int:
-    """Processes worth using for ``n_pages``: one per :data:`PARALLEL_MIN_PAGES` pages, at most
-    one per core that is idle right now (a second process on a busy core only adds start-up
-    and pickling cost)."""
+    """Processes worth using for ``n_pages``.
+
+    ``$EPISTEME_JOBS`` (a number) wins.  Otherwise one process per :data:`PARALLEL_MIN_PAGES`
+    pages, at most one per CPU this process may run on (``sched_getaffinity``: a container's
+    or ``taskset``'s limit, not the host's core count).  The machine's current load is not
+    consulted on purpose: a load average says nothing about the next half second, and on a
+    busy machine a second process costs only its start-up and the pickling of its results
+    (a few percent of the CPU time) while on an idle one it nearly halves the wait."""
+    env = os.environ.get("EPISTEME_JOBS", "").strip()
+    if env:
+        try:
+            return max(1, int(env))
+        except ValueError:
+            pass
     if n_pages < 2 * PARALLEL_MIN_PAGES:
         return 1
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    try:
-        idle = cpus - os.getloadavg()[0]
-    except OSError:
-        idle = cpus
-    return max(1, min(cpus, int(idle + 0.5), n_pages // PARALLEL_MIN_PAGES))
+    if hasattr(os, "sched_getaffinity"):
+        cpus = len(os.sched_getaffinity(0))
+    else:
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, n_pages // PARALLEL_MIN_PAGES))
+
+
+def _can_fork() -> bool:
+    """Forking is safe here only without other threads (a forked child inherits locks held by
+    threads that do not exist in it: the server, for one, runs scans in worker threads)."""
+    if not hasattr(os, "fork"):
+        return False
+    import sys
+
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() <= 1
+
+
+def _split(ids: list[str], jobs: int) -> list[list[str]]:
+    """Contiguous slices (each process reads its own folders); the first one, which the
+    parent scans itself, is a little smaller because the parent also unpickles the others."""
+    if jobs <= 1 or len(ids) < 2:
+        return [ids]
+    weights = [0.85] + [1.0] * (jobs - 1)
+    total = sum(weights)
+    out, start = [], 0
+    for k, w in enumerate(weights):
+        end = len(ids) if k == jobs - 1 else start + round(len(ids) * w / total)
+        out.append(ids[start:end])
+        start = end
+    return [part for part in out if part]
+
+
+def fork_map(work: Any, root: str, parts: list[list[str]], child_work: Any = None) -> list[list]:
+    """``[work(root, part) for part in parts]``, ``parts[1:]`` in forked child processes
+    (which run ``child_work`` instead when given: e.g. one that returns cheaper-to-pickle rows).
+
+    Why fork by hand rather than ``multiprocessing``: importing ``multiprocessing`` and
+    starting a pool cost more than a whole 1k-page scan; a fork shares the parent's imports
+    and caches for free, and a pipe carries the pickled result back.  A child that fails for
+    any reason is not an error: its part is scanned here instead."""
+    import pickle
+
+    children = []
+    for part in parts[1:]:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child: compute, send, and leave without running the parent's cleanup
+            code = 1
+            try:
+                os.close(r)
+                payload = pickle.dumps((child_work or work)(root, part), protocol=pickle.HIGHEST_PROTOCOL)
+                view = memoryview(payload)
+                while view:
+                    view = view[os.write(w, view) :]
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        children.append((pid, r, part))
+    results = [work(root, parts[0])]
+    for pid, r, part in children:
+        chunks = []
+        try:
+            while chunk := os.read(r, 1 << 20):
+                chunks.append(chunk)
+        finally:
+            os.close(r)
+        _, status = os.waitpid(pid, 0)
+        if status == 0 and chunks:
+            results.append(pickle.loads(b"".join(chunks)))
+        else:
+            results.append(work(root, part))
+    return results
+
+
+def _clear_caches() -> None:
+    """Per-scan caches: kept small in a long-lived process (the server scans many wikis)."""
+    _LINE_CACHE.clear()
+    _NORMALIZED.clear()
+    if len(_TARGETS) > 200_000:
+        _TARGETS.clear()
 
 
 def scan_wiki(root: str | os.PathLike, *, jobs: int | None = None) -> list[Page]:
     """Every page under ``root``, parsed, sorted by id.
 
-    ``jobs``: worker processes (``None`` = both cores when the wiki is large enough for a
-    second process to pay for its start-up, ``1`` = in this process).  Results are identical
-    either way."""
+    ``jobs``: processes (``None`` = :func:`default_jobs`, ``1`` = in this process).  Results
+    are identical either way."""
     root = os.fspath(root)
     ids = iter_page_files(root)
     if jobs is None:
         jobs = default_jobs(len(ids))
-    if len(_TARGETS) > 200_000:  # a long-lived process (the server) scanning many wikis
-        _TARGETS.clear()
-    if jobs <= 1 or len(ids) < 2:
-        out = _scan_chunk((root, ids))
-        _VALUE_CACHE.clear()
-        return out
-    import multiprocessing as mp
+    try:
+        if jobs <= 1 or len(ids) < 2 or not _can_fork():
+            return _scan_chunk(root, ids)
+        parts = fork_map(_scan_chunk, root, _split(ids, jobs), _scan_packed)
+        out = parts[0]  # Page objects from this process, tuples from the children
+        for rows in parts[1:]:
+            out.extend(row if type(row) is Page else Page(*row) for row in rows)
+        return out  # contiguous slices of a sorted list, in order: still sorted
+    finally:
+        _clear_caches()
 
-    # contiguous slices keep each worker's directory reads local; the parent takes one slice
-    # itself instead of idling while the workers run
-    step = -(-len(ids) // jobs)
-    chunks = [(root, ids[k : k + step]) for k in range(0, len(ids), step)]
-    ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-    with ctx.Pool(len(chunks) - 1) as pool:
-        pending = pool.map_async(_scan_packed, chunks[1:])
-        first = _scan_chunk(chunks[0])
-        parts = pending.get()
-    for rows in parts:
-        first.extend(_unpack(rows))
-    return first  # slices of a sorted list, concatenated in order: still sorted
+
+def scan_wiki_lean(root: str | os.PathLike, *, jobs: int | None = None) -> tuple[list[str], list[LeanPage]]:
+    """``(ids, lean pages)`` of every page under ``root``, sorted by id: what the link graph
+    needs and nothing more (see :func:`lean_page`).  Same files, frontmatter and link
+    targets as :func:`scan_wiki`; ``jobs`` as there."""
+    root = os.fspath(root)
+    ids = iter_page_files(root)
+    if jobs is None:
+        jobs = default_jobs(len(ids))
+    try:
+        if jobs <= 1 or len(ids) < 2 or not _can_fork():
+            return ids, _lean_chunk(root, ids)
+        parts = fork_map(_lean_chunk, root, _split(ids, jobs))
+        rows = parts[0]
+        for more in parts[1:]:
+            rows.extend(more)
+        return ids, rows
+    finally:
+        _clear_caches()

@@ -116,7 +116,7 @@ def graph_query(
     else:
         result = G.query(g, q, sort, tier, limit)
         result["query"] = query
-    scanned = {"pages": len(g.ids), "edges": g.edge_count, "dangling": len(g.dangling)}
+    scanned = {"pages": len(g.ids), "edges": g.edge_count, "dangling": g.dangling_count}
     return {"mode": mode, **result, "scanned": scanned, "wiki": os.path.abspath(wiki)}
 
 
