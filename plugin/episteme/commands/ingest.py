@@ -1,5 +1,6 @@
-"""``episteme ingest PAPER.pdf``: copy into ``raw/``, split, store sections + passages in
-SQLite and passage vectors in Chroma; print the paper's section JSON.
+"""Ingest PDFs: copy into raw/, split, store sections and passages in SQLite and vectors in Chroma.
+
+``episteme ingest PAPER.pdf`` prints the paper's section JSON.
 
 Re-ingesting the same bytes is a no-op (``"status": "unchanged"``); a changed file under the
 same name replaces the old rows and vectors; ``--force`` redoes it anyway.

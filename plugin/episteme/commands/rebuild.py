@@ -1,5 +1,6 @@
-"""``episteme rebuild``: recreate SQLite and the Chroma passage vectors from ``raw/`` alone
-(after an embedding-model change, a lost database, or a splitter upgrade)."""
+"""Recreate SQLite and the Chroma passage vectors from raw/ alone.
+
+``episteme rebuild``: after an embedding-model change, a lost database, or a splitter upgrade."""
 
 from __future__ import annotations
 

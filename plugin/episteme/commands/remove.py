@@ -1,5 +1,7 @@
-"""``episteme remove PAPER``: un-ingest a paper (SQLite rows, Chroma vectors, raw file) and
-list the wiki sections whose ``index.json`` sources cite it (the pages themselves are kept)."""
+"""Un-ingest a paper: its SQLite rows, Chroma vectors and raw/ file, all or nothing.
+
+``episteme remove PAPER`` also lists the wiki sections whose ``index.json`` sources cite it (the
+pages themselves are kept: editing them is the writer's or the user's call)."""
 
 from __future__ import annotations
 
