@@ -134,7 +134,7 @@ class WikiGraph:
         self._build_name_index()
         self._cache: dict[str, tuple[str | None, list[int]]] = {}
         self.out_edges: list[list[int]] = []
-        self.in_edges: list[list[int]] = [[] for _ in pages]
+        self._in_edges: list[list[int]] | None = None  # made from out_edges when first needed
         self._dangling: list[Dangling] | None = []
         self._ambiguities: list[Ambiguity] | None = []
         #: source node of each :attr:`dangling` entry, in order (counts without line numbers)
@@ -280,7 +280,6 @@ class WikiGraph:
 
     def _build_edges(self) -> None:
         out_edges = self.out_edges
-        in_edges = self.in_edges
         # raw target text -> candidates; most wikis spell a target the same way many times
         by_text: dict[str, tuple[str | None, list[int]]] = {}
         self.link_counts = link_counts = []
@@ -291,12 +290,8 @@ class WikiGraph:
                 out_edges.append([])
                 continue
             pairs = links.pairs() if type(links) is LinkList else links
-            lst = self._resolve_links(i, pairs, by_text, True)
-            out_edges.append(lst)
-            for j in lst:
-                in_edges[j].append(i)
+            out_edges.append(self._resolve_links(i, pairs, by_text, True))
         self.link_count = sum(link_counts)
-        # in_edges were filled in increasing source order, so they are already sorted
 
     def _resolve_links(
         self, i: int, pairs: Iterable[tuple[str, int]], by_text: dict[str, tuple[str | None, list[int]]], record: bool
@@ -343,28 +338,19 @@ class WikiGraph:
         depends on the linking page's folder); a page whose codes are all nodes needs no loop
         in Python: one ``set(map(...))``."""
         out_edges = self.out_edges
-        in_edges = self.in_edges
-        lookup = self._lookup
-        code: dict[str, int] = {}
-        get = code.get
-        by_text: dict[str, tuple[str | None, list[int]]] = {}
         self.link_counts = link_counts = list(map(len, targets))
         self.link_count = sum(link_counts)
         self._dangling = self._ambiguities = None  # made on first use, with line numbers
+        code = self._target_codes(set().union(*targets))
+        get = code.__getitem__
         dangling_sources = self.dangling_sources
         reread = self._reread
+        by_text: dict[str, tuple[str | None, list[int]]] = {}
         for i, ts in enumerate(targets):
             if not ts:
                 out_edges.append([])
                 continue
             hits = set(map(get, ts))
-            if None in hits:
-                for t in ts:
-                    if t not in code:
-                        hit = by_text[t] = lookup(t.lower())
-                        cands = hit[1]
-                        code[t] = -1 if not cands else cands[0] if len(cands) == 1 else -2
-                hits = set(map(get, ts))
             if -1 in hits or -2 in hits:
                 reread.append(i)
                 seen = {t.lower() for t in ts if code[t] == -1}
@@ -375,10 +361,25 @@ class WikiGraph:
                 else:
                     hits.discard(-1)
             hits.discard(i)  # self-links are dropped
-            lst = sorted(hits)
-            out_edges.append(lst)
-            for j in lst:
-                in_edges[j].append(i)
+            out_edges.append(sorted(hits))
+
+    def _target_codes(self, texts: set[str]) -> dict[str, int]:
+        """Target text -> node, ``-1`` (dangling) or ``-2`` (several candidates).  One merged
+        name index answers what the four-step :meth:`_lookup` would (a later step only adds
+        keys an earlier one lacks), except for ``./x`` and ``/x`` spellings, which go there."""
+        merged: dict[str, int | list[int]] = {}
+        for step in reversed(STEPS):
+            merged.update(self._keys[step])
+        code: dict[str, int] = {}
+        for t in texts:
+            key = t.lower()
+            if key.startswith(("./", "/")):
+                cands = self._lookup(key)[1]
+                v: int | list[int] | None = None if not cands else cands[0] if len(cands) == 1 else cands
+            else:
+                v = merged.get(key)
+            code[t] = -1 if v is None else -2 if type(v) is list else v  # type: ignore[assignment]
+        return code
 
     def _line_numbered(self) -> None:
         """Make :attr:`dangling` and :attr:`ambiguities` of a lean build: re-read the pages
@@ -411,6 +412,28 @@ class WikiGraph:
         if self._ambiguities is None:
             self._line_numbered()
         return self._ambiguities  # type: ignore[return-value]
+
+    @property
+    def in_edges(self) -> list[list[int]]:
+        """``in_edges[j]``: sorted nodes that link to ``j`` (built on first use: stats and
+        hubs need only the in-degrees, see :meth:`in_degrees`)."""
+        if self._in_edges is None:
+            ins: list[list[int]] = [[] for _ in self.ids]
+            for i, lst in enumerate(self.out_edges):
+                for j in lst:
+                    ins[j].append(i)  # sources in increasing order: each list comes out sorted
+            self._in_edges = ins
+        return self._in_edges
+
+    def in_degrees(self) -> list[int]:
+        """In-degree of every node (counted in C when :attr:`in_edges` is not built)."""
+        if self._in_edges is not None:
+            return [len(x) for x in self._in_edges]
+        from collections import Counter
+        from itertools import chain
+
+        counts = Counter(chain.from_iterable(self.out_edges))
+        return [counts.get(j, 0) for j in range(len(self.ids))]
 
     @property
     def dangling_count(self) -> int:
@@ -672,7 +695,7 @@ def degrees(g: WikiGraph, allowed: set[int] | None) -> tuple[list[int], list[int
     """``(nodes, in_degree, out_degree)`` within ``allowed`` (degree lists indexed by node)."""
     n = len(g.ids)
     if allowed is None:
-        return list(range(n)), [len(x) for x in g.in_edges], [len(x) for x in g.out_edges]
+        return list(range(n)), g.in_degrees(), [len(x) for x in g.out_edges]
     indeg = [0] * n
     outdeg = [0] * n
     for i in allowed:

@@ -491,14 +491,28 @@ _FM_CLOSE = re.compile(rb"^---[ \t\r]*$", re.M)
 def _frontmatter_bounds(data: bytes) -> tuple[int, int, int] | None:
     """``(block_start, block_end, body_start)`` byte offsets, ``None`` when there is no
     frontmatter, or ``(-1, -1, -1)`` when it opens but never closes."""
-    m = _FM_OPEN.match(data)
-    if not m:
-        return None  # "----" or "--- x": a rule or text, not frontmatter
-    start = m.end()
-    c = _FM_CLOSE.search(data, start)
-    if not c:
-        return (-1, -1, -1)
-    return (start, c.start(), min(c.end() + 1, len(data)))
+    if data[:4] == b"---\n":  # the usual opening line: no regex needed
+        start = 4
+    else:
+        m = _FM_OPEN.match(data)
+        if not m:
+            return None  # "----" or "--- x": a rule or text, not frontmatter
+        start = m.end()
+    # the closing line: "---" at a line start, then only spaces, tabs or CRs (= _FM_CLOSE)
+    # (the opening line ends with a newline, or the data ends there: either way every line
+    # start at or after ``start`` follows a newline at ``start - 1`` or later)
+    pos = start - 1
+    n = len(data)
+    while True:
+        pos = data.find(b"\n---", pos)
+        if pos < 0:
+            return (-1, -1, -1)
+        k = pos + 4
+        while k < n and data[k] in b" \t\r":
+            k += 1
+        if k == n or data[k] == 10:
+            return (start, pos + 1, min(k + 1, n))
+        pos += 1
 
 
 def parse_frontmatter(data: bytes | str) -> Frontmatter:
@@ -880,11 +894,12 @@ def _can_fork() -> bool:
 
 
 def _split(ids: list[str], jobs: int) -> list[list[str]]:
-    """Contiguous slices (each process reads its own folders); the first one, which the
-    parent scans itself, is a little smaller because the parent also unpickles the others."""
+    """Contiguous slices (each process reads its own folders).  The first one, which this
+    process scans itself, is a little larger: a child also pickles its result, and while it
+    does, this process can scan instead of waiting (it unpickles afterwards)."""
     if jobs <= 1 or len(ids) < 2:
         return [ids]
-    weights = [0.85] + [1.0] * (jobs - 1)
+    weights = [1.15] + [1.0] * (jobs - 1)
     total = sum(weights)
     out, start = [], 0
     for k, w in enumerate(weights):
