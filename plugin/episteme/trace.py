@@ -548,27 +548,19 @@ class Tracer:
     def quote_for(self, claim: str, passage: str, max_sentences: int = 2) -> str:
         """The sentence(s) of ``passage`` that carry the support for ``claim``: the sentence
         covering the most of the claim's IDF-weighted content words (ties: longest shared run),
-        plus the next one when that helps, quoted exactly from the passage."""
-        from .passages import split_sentences
-
-        spans = split_sentences(passage)
-        if len(spans) <= 1:
+        plus the next one when that adds real support, quoted exactly from the passage."""
+        sents = _passage_sentences(passage)
+        if len(sents) <= 1:
             return passage.strip()
         weights = {t: self._idf(t) for t in content_terms(claim)}
         cwords = words(claim)
-
-        def score(a: int, b: int) -> tuple[float, int]:
-            ws = words(passage[a:b])
-            terms = {stem(w) for w in ws}
-            return (sum(w for t, w in weights.items() if t in terms), longest_common_run(cwords, ws))
-
-        scored = [(score(a, b), i) for i, (a, b) in enumerate(spans)]
-        (best_val, _run), i = max(scored, key=lambda x: (x[0], -x[1]))
-        start, end = spans[i]
-        if max_sentences > 1 and i + 1 < len(spans):
-            pair = score(start, spans[i + 1][1])
-            if pair[0] > best_val * 1.25:  # the next sentence adds real support
-                end = spans[i + 1][1]
+        covers = [sum(w for t, w in weights.items() if t in terms) for _a, _b, terms, _pos in sents]
+        i = max(range(len(sents)), key=lambda k: (covers[k], longest_common_run(cwords, sents[k][3]), -k))
+        start, end = sents[i][0], sents[i][1]
+        if max_sentences > 1 and i + 1 < len(sents):
+            both = sents[i][2] | sents[i + 1][2]
+            if sum(w for t, w in weights.items() if t in both) > covers[i] * 1.25:
+                end = sents[i + 1][1]
         return passage[start:end].strip()
 
     def score_pool(self, claims: Sequence[str], papers: list[str] | None, *,
@@ -739,6 +731,26 @@ def _passage_index(text: str) -> tuple[frozenset[str], dict[str, list[int]]]:
             if len(_TEXT_CACHE) > 20_000:
                 _TEXT_CACHE.clear()
             _TEXT_CACHE[text] = hit
+    return hit
+
+
+_SENT_CACHE: dict[str, list[tuple[int, int, frozenset[str], dict[str, list[int]]]]] = {}
+
+
+def _passage_sentences(text: str) -> list[tuple[int, int, frozenset[str], dict[str, list[int]]]]:
+    """A passage's sentences as ``(start, end, stemmed terms, word positions)``, cached."""
+    hit = _SENT_CACHE.get(text)
+    if hit is None:
+        from .passages import split_sentences
+
+        hit = []
+        for a, b in split_sentences(text):
+            ws = words(text[a:b])
+            hit.append((a, b, frozenset(stem(w) for w in ws), word_positions(ws)))
+        with _TEXT_CACHE_LOCK:
+            if len(_SENT_CACHE) > 20_000:
+                _SENT_CACHE.clear()
+            _SENT_CACHE[text] = hit
     return hit
 
 
