@@ -21,7 +21,7 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-from dataclasses import dataclass, field
+from collections import namedtuple
 from typing import Any
 
 TIERS = ("active", "archived", "frozen")
@@ -30,27 +30,47 @@ SCHEMA_FILE = "SCHEMA.md"
 _YAML_BLOCK = re.compile(r"^ {0,3}(```|~~~)[ \t]*ya?ml[ \t]*\r?\n(.*?)^ {0,3}\1[ \t]*\r?$", re.M | re.S)
 
 
-@dataclass(frozen=True)
-class TierConfig:
-    """``memory_tiers`` settings.  Thresholds are inclusive ages in days: a page whose date
-    is at most ``active_days`` old is active, at most ``archived_days`` old archived, else
-    frozen.  ``enabled`` is true whenever a ``memory_tiers`` block exists, unless it says
-    ``enabled: false``."""
-
-    enabled: bool = False
-    driving_field: str = "updated"
-    active_days: int = 180
-    archived_days: int = 730
+# A named tuple and a plain class rather than dataclasses: importing ``dataclasses`` (with
+# ``inspect``) costs every graph/lint command ~10 ms of start-up.
+TierConfig = namedtuple(
+    "TierConfig", ["enabled", "driving_field", "active_days", "archived_days"], defaults=[False, "updated", 180, 730]
+)
+TierConfig.__doc__ = """``memory_tiers`` settings (immutable).  Thresholds are inclusive ages in days:
+a page whose date is at most ``active_days`` old is active, at most ``archived_days`` old
+archived, else frozen.  ``enabled`` is true whenever a ``memory_tiers`` block exists, unless it
+says ``enabled: false``."""
 
 
-@dataclass
 class Schema:
-    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
-    tiers: TierConfig = field(default_factory=TierConfig)
-    lint: dict[str, Any] = field(default_factory=dict)
-    data: dict[str, Any] = field(default_factory=dict)
-    errors: list[str] = field(default_factory=list)
-    path: str | None = None
+    """The parsed ``SCHEMA.md`` (see the module docstring)."""
+
+    __slots__ = ("fields", "tiers", "lint", "data", "errors", "path")
+
+    def __init__(
+        self,
+        fields: dict[str, dict[str, Any]] | None = None,
+        tiers: TierConfig | None = None,
+        lint: dict[str, Any] | None = None,
+        data: dict[str, Any] | None = None,
+        errors: list[str] | None = None,
+        path: str | None = None,
+    ):
+        self.fields = {} if fields is None else fields
+        self.tiers = TierConfig() if tiers is None else tiers
+        self.lint = {} if lint is None else lint
+        self.data = {} if data is None else data
+        self.errors = [] if errors is None else errors
+        self.path = path
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Schema:
+            return NotImplemented
+        return all(getattr(self, f) == getattr(other, f) for f in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return "Schema(" + ", ".join(f"{f}={getattr(self, f)!r}" for f in self.__slots__) + ")"
 
 
 def _as_bool(v: Any, default: bool) -> bool:

@@ -42,7 +42,12 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--query", help='query: e.g. "type: entity AND updated > 2025-01"')
     p.add_argument("--sort", help="query: F ascending or -F descending (default -updated)")
     p.add_argument("--today", help="reference date for tiers, YYYY-MM-DD (default: today)")
-    p.add_argument("--jobs", type=int, help="scan processes (default: 2 for big wikis, else 1)")
+    p.add_argument(
+        "--jobs",
+        type=int,
+        help="scan processes (default: $EPISTEME_JOBS, else one per 4000 pages from 8000 pages on, "
+        "at most one per usable CPU)",
+    )
     return p
 
 
@@ -132,8 +137,6 @@ def _run(argv: list[str]) -> int:
         except ValueError:
             raise UsageError(f"--today must be YYYY-MM-DD, got {args.today!r}") from None
 
-    from ..graph_format import render_mermaid, render_text
-
     wiki = args.wiki or os.environ.get("WIKI_PATH") or "wiki"
     result = graph_query(
         wiki, mode, seed=args.seed, depth=args.depth, src=args.src, dst=args.dst, tag=args.tag,
@@ -145,8 +148,12 @@ def _run(argv: list[str]) -> int:
     if args.format == "json":
         print_json(result)
     elif args.format == "text":
+        from ..graph_format import render_text
+
         sys.stdout.write(render_text(mode, result, scanned))
     else:
+        from ..graph_format import render_mermaid
+
         sys.stdout.write(render_mermaid(mode, result))
     return 0
 
