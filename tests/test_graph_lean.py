@@ -243,3 +243,15 @@ def test_no_fork_while_other_threads_run(synthetic: Path):
         t.join()
     assert pages._can_fork()
     assert (ids, rows) == pages.scan_wiki_lean(synthetic, jobs=2)
+
+
+def test_hubs_order_is_score_then_id(synthetic: Path):
+    g = G.WikiGraph.build(synthetic, keep_links=False)
+    indeg = [len(x) for x in g.in_edges]
+    outdeg = [len(x) for x in g.out_edges]
+    expected = sorted(g.ids, key=lambda pid: (-(indeg[g.index[pid]] + 0.5 * outdeg[g.index[pid]]), pid))
+    ties = len(expected) - len({indeg[i] + 0.5 * outdeg[i] for i in range(len(g.ids))})
+    assert ties > 100  # many equal scores: the id tie-break is exercised
+    assert [h["id"] for h in G.hubs(g, None)["hubs"]] == expected
+    assert [h["id"] for h in G.hubs(g, 20)["hubs"]] == expected[:20]
+    assert [h["id"] for h in G.hubs(g, 0)["hubs"]] == []

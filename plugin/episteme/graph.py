@@ -34,6 +34,7 @@ import datetime as _dt
 import os
 from collections import deque, namedtuple
 from collections.abc import Iterable
+from itertools import islice
 
 from .errors import NotFoundError, UsageError
 from .pages import (
@@ -364,12 +365,10 @@ class WikiGraph:
             out_edges.append(sorted(hits))
 
     def _target_codes(self, texts: set[str]) -> dict[str, int]:
-        """Target text -> node, ``-1`` (dangling) or ``-2`` (several candidates).  One merged
-        name index answers what the four-step :meth:`_lookup` would (a later step only adds
-        keys an earlier one lacks), except for ``./x`` and ``/x`` spellings, which go there."""
-        merged: dict[str, int | list[int]] = {}
-        for step in reversed(STEPS):
-            merged.update(self._keys[step])
+        """Target text -> node, ``-1`` (dangling) or ``-2`` (several candidates): the four steps
+        of :meth:`_lookup` inlined (it also strips ``./`` and ``/`` for the path and stem steps:
+        those spellings go through it)."""
+        title_k, path_k, stem_k, alias_k = (self._keys[s].get for s in STEPS)
         code: dict[str, int] = {}
         for t in texts:
             key = t.lower()
@@ -377,7 +376,13 @@ class WikiGraph:
                 cands = self._lookup(key)[1]
                 v: int | list[int] | None = None if not cands else cands[0] if len(cands) == 1 else cands
             else:
-                v = merged.get(key)
+                v = title_k(key)
+                if v is None:
+                    v = path_k(key)
+                    if v is None:
+                        v = stem_k(key)
+                        if v is None:
+                            v = alias_k(key)
             code[t] = -1 if v is None else -2 if type(v) is list else v  # type: ignore[assignment]
         return code
 
@@ -707,9 +712,21 @@ def degrees(g: WikiGraph, allowed: set[int] | None) -> tuple[list[int], list[int
 def hubs(g: WikiGraph, limit: int | None = 20, tier: str | None = None) -> dict[str, Any]:
     """Pages by ``score = in + 0.5·out`` descending, then id; the first ``limit``."""
     nodes, indeg, outdeg = degrees(g, _scope(g, tier))
-    ranked = sorted(nodes, key=lambda i: (-(indeg[i] + 0.5 * outdeg[i]), g.ids[i]))
-    if limit is not None:
-        ranked = ranked[:limit]
+    ids = g.ids
+    if all(map(str.__lt__, ids, islice(ids, 1, None))):
+        # ids in node order (always, for built graphs): a stable sort of the nodes (in node
+        # order) by score alone breaks ties by id, with no key tuple per node
+        neg = [-(a + 0.5 * b) for a, b in zip(indeg, outdeg, strict=True)]
+        if limit is not None and limit < len(nodes):
+            import heapq
+
+            ranked = heapq.nsmallest(limit, nodes, key=neg.__getitem__)  # = sorted(...)[:limit]
+        else:
+            ranked = sorted(nodes, key=neg.__getitem__)
+    else:
+        ranked = sorted(nodes, key=lambda i: (-(indeg[i] + 0.5 * outdeg[i]), ids[i]))
+        if limit is not None:
+            ranked = ranked[:limit]
     return {
         "tier": tier or "all",
         "hubs": [

@@ -411,9 +411,9 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
         v = _top_value(value)
         if v is _FALLBACK:
             return None
-        if len(line) <= 100:
-            if len(_LINE_CACHE) > 50_000:
-                _LINE_CACHE.clear()
+        # remember lines likely to repeat: not long strings (titles), and once full, keep what
+        # is there (the common lines come early; clearing would make big wikis thrash)
+        if len(_LINE_CACHE) < 50_000 and len(line) <= 100 and (type(v) is not str or len(v) <= 24):
             _LINE_CACHE[line] = (key, tuple(v) if type(v) is list else v)
         props[key] = v
     return props
