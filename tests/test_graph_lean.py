@@ -255,3 +255,54 @@ def test_hubs_order_is_score_then_id(synthetic: Path):
     assert [h["id"] for h in G.hubs(g, None)["hubs"]] == expected
     assert [h["id"] for h in G.hubs(g, 20)["hubs"]] == expected[:20]
     assert [h["id"] for h in G.hubs(g, 0)["hubs"]] == []
+
+
+FM_VALUES = [
+    "a", "b c", "1", "-2", "2024-01-02", "2024-13-02", "x/y", "null", "~", "yes", "No", "é", "a\xa0", "\xa0a",
+    "'q'", '"d"', "'it''s'", "[a, b]", "[a,b]", "[ ]", "[a, 'b c', \"d\"]", "[1, 2024-01-01]", "3.5", "0x1f",
+    "?x", ":x", "a:?b", "a:b", "a #c", "#c", "", "  ", "[a:?b]", "[a, ]", "[x\xa0, y]", "*a", "&a x", "!t x",
+    "|", "> x", "@x", "`x", "%x", "[ml/x, ml, ml/x]",
+]
+
+
+def test_fast_frontmatter_equals_pyyaml_on_random_blocks():
+    """Random blocks of the shapes the fast path takes (and some it must decline): whenever
+    it answers, PyYAML gives the same mapping (types included)."""
+
+    def same(a, b) -> bool:
+        if type(a) is not type(b):
+            return False
+        if isinstance(a, dict):
+            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+        if isinstance(a, list):
+            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
+        return a == b
+
+    rnd = random.Random(11)
+    keys = ["title", "type", "tags", "yes", "null", "a.b", "_k", "k-1", "on"]
+    answered = 0
+    for _ in range(12_000):
+        lines = []
+        for _ in range(rnd.randint(0, 5)):
+            r, k = rnd.random(), rnd.choice(keys)
+            if r < 0.7:
+                lines.append(f"{k}: {rnd.choice(FM_VALUES)}")
+            elif r < 0.85:
+                lines.append(f"{k}:")
+                indent = rnd.choice(["  ", "", "    "])
+                lines += [f"{indent}- {rnd.choice(FM_VALUES)}" for _ in range(rnd.randint(0, 3))]
+            elif r < 0.93:
+                lines.append(rnd.choice(["", "# c", "  # c"]))
+            else:
+                lines.append(f"{k}:{rnd.choice(FM_VALUES)}")
+        block = "\n".join(lines) + "\n"
+        fast = pages.fast_frontmatter(block)
+        if fast is None:
+            continue
+        answered += 1
+        try:
+            expected = yaml.load(block, Loader=yaml.CSafeLoader)
+        except yaml.YAMLError:
+            expected = "error"
+        assert same(fast, expected if expected is not None else {}), block
+    assert answered > 2_000

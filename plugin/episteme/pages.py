@@ -266,7 +266,7 @@ def _plain_scalar(s: str, flow: bool) -> Any:
         return False
     if " #" in s or ": " in s or s.endswith(":") or "\t" in s:
         return _FALLBACK
-    if flow and ("#" in s or s[0] in "-?:"):
+    if flow and ("#" in s or ":?" in s or s[0] in "-?:"):  # PyYAML: ":?" inside a flow scalar is an error
         return _FALLBACK
     c = s[0]
     if c.isdigit():
@@ -316,11 +316,32 @@ def _scalar(s: str, flow: bool = False) -> Any:
 _FLOW_ITEM = re.compile(r"""[ ]*('(?:[^']|'')*'|"[^"\\]*"|[^,'"\[\]{}#][^,\[\]{}#]*?)[ ]*(,|\Z)""")
 
 
+_FLOW_SPECIAL = re.compile(r"""['"\[\]{}#]""")
+_FLOW_SCALARS: dict[str, Any] = {}  # flow-list item -> value (tags repeat across pages)
+
+
 def _flow_list(s: str) -> Any:
     """A one-line ``[a, 'b', "c"]`` list of scalars."""
     inner = s[1:-1]
     if not inner.strip(" "):
         return []
+    if not _FLOW_SPECIAL.search(inner):
+        # no quotes, brackets, braces or "#": the items are the comma-separated parts, trimmed
+        # of spaces (what _FLOW_ITEM matches; an empty part is the regex's failure too)
+        items = []
+        for part in inner.split(","):
+            item = part.strip(" ")
+            if not item:
+                return _FALLBACK
+            v = _FLOW_SCALARS.get(item, _FALLBACK)
+            if v is _FALLBACK:
+                v = _scalar(item, flow=True)
+                if v is _FALLBACK:
+                    return _FALLBACK
+                if len(_FLOW_SCALARS) < 20_000:
+                    _FLOW_SCALARS[item] = v
+            items.append(v)
+        return items
     out = []
     pos = 0
     n = len(inner)
@@ -955,6 +976,7 @@ def fork_map(work: Any, root: str, parts: list[list[str]], child_work: Any = Non
 def _clear_caches() -> None:
     """Per-scan caches: kept small in a long-lived process (the server scans many wikis)."""
     _LINE_CACHE.clear()
+    _FLOW_SCALARS.clear()
     _NORMALIZED.clear()
     if len(_TARGETS) > 200_000:
         _TARGETS.clear()
