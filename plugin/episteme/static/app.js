@@ -143,9 +143,14 @@
     const sources = Array.isArray(r.sources) ? r.sources : [];
     const order = [];
     const byId = new Map();
+    const textKey = (p) => p.paper + "|" + p.passage;
     sources.forEach((s) => {
-      const id = s.passage_id || (s.paper + "|" + s.section + "|" + s.passage);
-      if (!byId.has(id)) { byId.set(id, order.length + 1); order.push(Object.assign({ claims: [] }, s)); }
+      const id = s.passage_id || textKey(s);
+      if (!byId.has(id)) {
+        byId.set(id, order.length + 1);
+        byId.set(textKey(s), order.length + 1); // claims may name passages by text only
+        order.push(Object.assign({ claims: [] }, s));
+      }
       const entry = order[byId.get(id) - 1];
       if (s.claim && !entry.claims.includes(s.claim)) entry.claims.push(s.claim);
     });
@@ -157,7 +162,7 @@
     }
     const cited = claims.map((c) => ({
       claim: c.claim,
-      nums: [...new Set((c.passages || []).map((p) => byId.get(p.passage_id || (p.paper + "|" + p.section + "|" + p.passage)))
+      nums: [...new Set((c.passages || []).map((p) => byId.get(p.passage_id) || byId.get(textKey(p)))
         .filter(Boolean))].sort((x, y) => x - y),
     })).filter((c) => c.nums.length);
     return { list: order, cited: cited };
