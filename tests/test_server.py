@@ -166,6 +166,10 @@ def test_size_and_page_limits(limited, papers_dir):
     status, body, _ = upload(limited.url, "gan.pdf", big)
     assert status == 413 and "over the limit of 300000 bytes" in body["error"]
     assert body["details"]["kind"] == "too_large"
+    # just over the limit (inside the multipart slack): refused while streaming, not by header
+    status, body, _ = upload(limited.url, "gan.pdf", big[:300_500])
+    assert status == 413 and body["error"] == "the upload is over the limit of 300000 bytes"
+    assert not list((limited.settings.wiki / ".episteme" / "uploads").glob("*"))
     # within the byte limit but over the page limit: a generated paper, repeated
     from serverlive import small_paper_pdf
 
