@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
 PDF=${2:-examples/sample-paper.pdf}
-QUESTION=${3:-${DEMO_QUESTION:-What problem does this paper address, and how does it solve it?}}
+QUESTION=${3:-${DEMO_QUESTION:-Why should a whole section never be embedded as one vector?}}
 EP="$VENV/bin/episteme"
 WIKI=${DEMO_WIKI:-demo-wiki}
 

@@ -111,15 +111,20 @@ def _sentences(text: str) -> list[str]:
     from .passages import split_sentences
 
     clean = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", text or "")  # [[link|label]] -> label
-    clean = re.sub(r"^\s*(?:[-*>]|#+|\d+\.)\s+", "", clean, flags=re.M)  # list/quote/heading marks
-    # a line ending in ":" introduces what follows ("From <paper>, §3.2 (p. 4):"), it is no claim
-    clean = re.sub(r"^[^\n]*:[ \t]*$", "", clean, flags=re.M)
+    # Each list item, heading and paragraph is its own block, so a list of topic names never
+    # runs together into one pseudo-sentence.
+    blocks = re.split(r"\n\s*\n|\n(?=\s*(?:[-*>]|#+|\d+\.)\s)", clean)
     out = []
-    for a, b in split_sentences(clean):
-        s = " ".join(clean[a:b].split()).strip(" \"“”")
-        n = len(s.split())
-        if 6 <= n <= 80 and not s.startswith("|"):
-            out.append(s)
+    for block in blocks:
+        block = re.sub(r"^\s*(?:[-*>]|#+|\d+\.)\s+", "", block, flags=re.M)  # list/quote/heading marks
+        # a line ending in ":" introduces what follows ("From <paper>, §3.2 (p. 4):"), it is no claim
+        block = re.sub(r"^[^\n]*:[ \t]*$", "", block, flags=re.M)
+        for a, b in split_sentences(block):
+            s = " ".join(block[a:b].split()).strip(" \"“”")
+            n = len(s.split())
+            # a claim is a whole sentence: it ends like one (titles and link lists do not)
+            if 6 <= n <= 80 and not s.startswith("|") and re.search(r"[.!?][\"”’)\]]*$", s):
+                out.append(s)
     return out
 
 
