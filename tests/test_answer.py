@@ -95,3 +95,17 @@ def test_mode_selection(tmp_path, embedder):
         answer(offline, QUESTION, SECTIONS, mode="bogus", embedder=embedder)
     with pytest.raises(LLMError):  # forcing Claude without a key says what to set
         answer(offline, QUESTION, SECTIONS, mode="claude", embedder=embedder)
+
+
+def test_extractive_candidates_never_join_list_items_into_a_claim() -> None:
+    """A topic list (link items without sentence punctuation) must not become a 'sentence'."""
+    from episteme.answer import _sentences
+
+    body = (
+        "- [[tables-equations|Tables, Equations and References]] (§5.2 Tables, Equations)\n"
+        "- [[offsets-and-pages|Offsets and Pages]] (§3.3 Offsets and Pages and more words)\n"
+        "\n"
+        "Every passage records the character offsets where it starts and ends in its section.\n"
+    )
+    got = _sentences(body)
+    assert got == ["Every passage records the character offsets where it starts and ends in its section."]
