@@ -216,3 +216,19 @@ def test_token_prompt_then_browse_and_docs(page, tmp_path):
         for endpoint in ("/ingest", "/chat", "/wiki/{page}", "/graph", "/jobs/{job_id}", "/health"):
             assert endpoint in text, endpoint
         page.screenshot(path=str(SHOTS / "6-api-docs.png"), full_page=False)
+
+
+def test_oversized_file_is_refused_before_upload(page, tmp_path):
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    with LiveServer(wiki_settings(wiki, max_pdf_bytes=1000), warm=False) as srv:
+        big = tmp_path / "big.pdf"
+        big.write_bytes(b"%PDF-1.4\n" + b"0" * 5000 + b"\n%%EOF\n")
+        page.goto(srv.url + "/#/ingest")
+        page.wait_for_selector("#status.ok")
+        page.set_input_files("#file-input", str(big))
+        page.click("#upload-btn")
+        page.wait_for_selector("#ingest-error:not([hidden])")
+        assert "over the server's limit of 1000 bytes" in page.inner_text("#ingest-error")
+        assert page.is_hidden("#progress")
+    assert not (wiki / ".episteme" / "uploads").exists()  # nothing was sent

@@ -44,6 +44,7 @@
     const st = $("#status");
     try {
       const h = await api("/health");
+      state.limits = h.limits || null;
       st.className = "status ok";
       st.textContent = (h.warm && h.warm.embedder ? "ready" : "warming up") +
         (h.jobs && (h.jobs.running || h.jobs.queued) ? " · ingesting" : "");
@@ -459,6 +460,12 @@
 
   $("#upload-btn").addEventListener("click", async () => {
     if (!chosen) return;
+    const max = state.limits && state.limits.max_pdf_bytes;
+    if (max && chosen.size > max) { // refuse here: the server would refuse before reading it
+      $("#ingest-error").textContent = "the file is " + chosen.size + " bytes, over the server's limit of " + max + " bytes";
+      $("#ingest-error").hidden = false;
+      return;
+    }
     $("#upload-btn").disabled = true;
     $("#ingest-error").hidden = true;
     $("#ingest-result").innerHTML = "";
