@@ -231,6 +231,20 @@ def test_fork_map_runs_parts_in_children_and_recovers_from_a_failed_child():
     assert pages.fork_map(_fails_in_child, "root", parts) == parts  # the parent did their parts
 
 
+def test_fork_map_meanwhile_runs_before_the_children_are_read_and_errors_leave_no_child():
+    seen = []
+    got = pages.fork_map(_ids_and_pid, "root", [["a"], ["b"]], meanwhile=lambda part, rows: seen.append((part, rows)))
+    assert seen == [(["a"], [("a", os.getpid())])] and [i for i, _ in got[1]] == ["b"]
+
+    def boom(part, rows):
+        raise KeyError("meanwhile failed")
+
+    with pytest.raises(KeyError):
+        pages.fork_map(_ids_and_pid, "root", [["a"], ["b"], ["c"]], meanwhile=boom)
+    with pytest.raises(ChildProcessError):  # both children were killed and reaped
+        os.waitpid(-1, os.WNOHANG)
+
+
 def test_no_fork_while_other_threads_run(synthetic: Path):
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)

@@ -104,6 +104,46 @@ def _aliases_of(props: dict[str, Any]) -> list[str]:
     return [str(v)]
 
 
+def _add_names(keys: dict[str, dict[str, int | list[int]]], pages: list[Page], start: int) -> None:
+    """Add ``pages[start:]`` (nodes ``start..``) to the name index ``keys`` (step -> lowercased
+    name -> node, or a list of nodes when several pages share the name: one list per key would
+    make the four indexes the graph's largest structure at 50k pages).  Nodes must be added in
+    order: candidate lists stay sorted."""
+    title_k, path_k, stem_k, alias_k = (keys[s] for s in STEPS)
+
+    def again(d: dict, key: str, i: int) -> None:  # the key is taken: by another page?
+        v = d[key]
+        if type(v) is list:
+            if v[-1] != i:
+                v.append(i)
+        elif v != i:
+            d[key] = [v, i]
+
+    for i in range(start, len(pages)):
+        p = pages[i]
+        props = p.props
+        if props:
+            t = props.get("title")
+            if t is not None:
+                t = (t.strip() or None) if type(t) is str else frontmatter_title(props)
+                if t is not None:
+                    t = t.lower()
+                    if title_k.setdefault(t, i) != i:
+                        again(title_k, t, i)
+            if "aliases" in props:
+                for a in _aliases_of(props):
+                    a = a.strip().lower()
+                    if a and alias_k.setdefault(a, i) != i:
+                        again(alias_k, a, i)
+        pid = p.id
+        low = pid[:-3].lower() if pid.endswith(".md") else pid.lower()
+        if path_k.setdefault(low, i) != i:
+            again(path_k, low, i)
+        stem = low[low.rfind("/") + 1 :]
+        if stem_k.setdefault(stem, i) != i:
+            again(stem_k, stem, i)
+
+
 class WikiGraph:
     """Pages as nodes ``0..n-1`` (in id order) and resolved links as directed edges."""
 
@@ -115,6 +155,7 @@ class WikiGraph:
         today: _dt.date | None,
         keep_links: bool = True,
         targets: list[tuple[str, ...]] | None = None,
+        keys: dict[str, dict[str, int | list[int]]] | None = None,
     ):
         """``targets`` (a lean build): each page's link targets without line numbers, the pages
         carrying no links; the line-numbered :attr:`dangling` and :attr:`ambiguities` lists are
@@ -131,8 +172,10 @@ class WikiGraph:
             self.tiers = [compute_tier(p.props, tiers_cfg, self.today) for p in pages]
         else:
             self.tiers = ["active"] * len(pages)  # what compute_tier says for every page
-        self._keys: dict[str, dict[str, int | list[int]]] = {s: {} for s in STEPS}
-        self._build_name_index()
+        if keys is None:  # (a lean build brings the name index made along the scan)
+            keys = {s: {} for s in STEPS}
+            _add_names(keys, pages, 0)
+        self._keys = keys
         self._cache: dict[str, tuple[str | None, list[int]]] = {}
         self.out_edges: list[list[int]] = []
         self._in_edges: list[list[int]] | None = None  # made from out_edges when first needed
@@ -186,12 +229,25 @@ class WikiGraph:
             schema = load_schema(root)
             if keep_links:
                 return cls(root, scan_wiki(root, jobs=jobs), schema, today)
-            ids, rows = scan_wiki_lean(root, jobs=jobs)
             join = os.path.join
-            pages = [Page(pid, join(root, pid), r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(ids, rows, strict=True)]
+            pages: list[Page] = []
+            keys: dict[str, dict[str, int | list[int]]] = {s: {} for s in STEPS}
+
+            def page_objects(part: list[str], rows: list) -> None:
+                # the first part's pages and names, made while the worker may still be scanning
+                pages.extend(Page(pid, join(root, pid), r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(part, rows, strict=True))
+                _add_names(keys, pages, 0)
+
+            ids, rows = scan_wiki_lean(root, jobs=jobs, meanwhile=page_objects)
+            done = len(pages)
+            pages.extend(
+                Page(pid, join(root, pid), r[0], NO_LINKS, r[1], r[2], r[3])
+                for pid, r in zip(ids[done:], rows[done:], strict=True)
+            )
+            _add_names(keys, pages, done)
             targets = [r[4] for r in rows]
             del rows
-            return cls(root, pages, schema, today, False, targets)
+            return cls(root, pages, schema, today, False, targets, keys)
         finally:
             if was_enabled:
                 gc.enable()
@@ -202,42 +258,6 @@ class WikiGraph:
     ) -> WikiGraph:
         """Build from pages already scanned (sorted by id)."""
         return cls(root, sorted(pages, key=lambda p: p.id), schema, today)
-
-    def _build_name_index(self) -> None:
-        # values are a node index, or a list when several pages share the key (saves one
-        # list per key: at 50k pages the four indexes are the graph's largest structure)
-        title_k, path_k, stem_k, alias_k = (self._keys[s] for s in STEPS)
-
-        def again(d: dict, key: str, i: int) -> None:  # the key is taken: by another page?
-            v = d[key]
-            if type(v) is list:
-                if v[-1] != i:
-                    v.append(i)
-            elif v != i:
-                d[key] = [v, i]
-
-        for i, p in enumerate(self.pages):
-            props = p.props
-            if props:
-                t = props.get("title")
-                if t is not None:
-                    t = (t.strip() or None) if type(t) is str else frontmatter_title(props)
-                    if t is not None:
-                        t = t.lower()
-                        if title_k.setdefault(t, i) != i:
-                            again(title_k, t, i)
-                if "aliases" in props:
-                    for a in _aliases_of(props):
-                        a = a.strip().lower()
-                        if a and alias_k.setdefault(a, i) != i:
-                            again(alias_k, a, i)
-            pid = p.id
-            low = pid[:-3].lower() if pid.endswith(".md") else pid.lower()
-            if path_k.setdefault(low, i) != i:
-                again(path_k, low, i)
-            stem = low[low.rfind("/") + 1 :]
-            if stem_k.setdefault(stem, i) != i:
-                again(stem_k, stem, i)
 
     def _lookup(self, key: str) -> tuple[str | None, list[int]]:
         hit = self._cache.get(key)

@@ -920,7 +920,7 @@ def _split(ids: list[str], jobs: int) -> list[list[str]]:
     does, this process can scan instead of waiting (it unpickles afterwards)."""
     if jobs <= 1 or len(ids) < 2:
         return [ids]
-    weights = [1.15] + [1.0] * (jobs - 1)
+    weights = [1.05] + [1.0] * (jobs - 1)
     total = sum(weights)
     out, start = [], 0
     for k, w in enumerate(weights):
@@ -930,9 +930,13 @@ def _split(ids: list[str], jobs: int) -> list[list[str]]:
     return [part for part in out if part]
 
 
-def fork_map(work: Any, root: str, parts: list[list[str]], child_work: Any = None) -> list[list]:
+def fork_map(
+    work: Any, root: str, parts: list[list[str]], child_work: Any = None, meanwhile: Any = None
+) -> list[list]:
     """``[work(root, part) for part in parts]``, ``parts[1:]`` in forked child processes
     (which run ``child_work`` instead when given: e.g. one that returns cheaper-to-pickle rows).
+    ``meanwhile(parts[0], result)`` runs here after this process's own part, while the children
+    may still be working (the caller's chance to start on what it will do with the results).
 
     Why fork by hand rather than ``multiprocessing``: importing ``multiprocessing`` and
     starting a pool cost more than a whole 1k-page scan; a fork shares the parent's imports
@@ -957,7 +961,18 @@ def fork_map(work: Any, root: str, parts: list[list[str]], child_work: Any = Non
                 os._exit(code)
         os.close(w)
         children.append((pid, r, part))
-    results = [work(root, parts[0])]
+    try:
+        results = [work(root, parts[0])]
+        if meanwhile is not None:
+            meanwhile(parts[0], results[0])
+    except BaseException:  # (Ctrl-C included) leave no child behind
+        import signal
+
+        for pid, r, _ in children:
+            os.close(r)
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        raise
     for pid, r, part in children:
         chunks = []
         try:
@@ -1003,10 +1018,13 @@ def scan_wiki(root: str | os.PathLike, *, jobs: int | None = None) -> list[Page]
         _clear_caches()
 
 
-def scan_wiki_lean(root: str | os.PathLike, *, jobs: int | None = None) -> tuple[list[str], list[LeanPage]]:
+def scan_wiki_lean(
+    root: str | os.PathLike, *, jobs: int | None = None, meanwhile: Any = None
+) -> tuple[list[str], list[LeanPage]]:
     """``(ids, lean pages)`` of every page under ``root``, sorted by id: what the link graph
     needs and nothing more (see :func:`lean_page`).  Same files, frontmatter and link
-    targets as :func:`scan_wiki`; ``jobs`` as there."""
+    targets as :func:`scan_wiki`; ``jobs`` as there.  ``meanwhile(first_ids, first_rows)``:
+    see :func:`fork_map` (called only when a second process runs)."""
     root = os.fspath(root)
     ids = iter_page_files(root)
     if jobs is None:
@@ -1014,7 +1032,7 @@ def scan_wiki_lean(root: str | os.PathLike, *, jobs: int | None = None) -> tuple
     try:
         if jobs <= 1 or len(ids) < 2 or not _can_fork():
             return ids, _lean_chunk(root, ids)
-        parts = fork_map(_lean_chunk, root, _split(ids, jobs))
+        parts = fork_map(_lean_chunk, root, _split(ids, jobs), meanwhile=meanwhile)
         rows = parts[0]
         for more in parts[1:]:
             rows.extend(more)
