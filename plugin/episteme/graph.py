@@ -229,19 +229,20 @@ class WikiGraph:
             schema = load_schema(root)
             if keep_links:
                 return cls(root, scan_wiki(root, jobs=jobs), schema, today)
-            join = os.path.join
+            # os.path.join(root, pid) for a relative pid, without a Python call per page
+            prefix = "" if not root or root.endswith("/") else root + "/"
             pages: list[Page] = []
             keys: dict[str, dict[str, int | list[int]]] = {s: {} for s in STEPS}
 
             def page_objects(part: list[str], rows: list) -> None:
                 # the first part's pages and names, made while the worker may still be scanning
-                pages.extend(Page(pid, join(root, pid), r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(part, rows, strict=True))
+                pages.extend(Page(pid, prefix + pid, r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(part, rows, strict=True))
                 _add_names(keys, pages, 0)
 
             ids, rows = scan_wiki_lean(root, jobs=jobs, meanwhile=page_objects)
             done = len(pages)
             pages.extend(
-                Page(pid, join(root, pid), r[0], NO_LINKS, r[1], r[2], r[3])
+                Page(pid, prefix + pid, r[0], NO_LINKS, r[1], r[2], r[3])
                 for pid, r in zip(ids[done:], rows[done:], strict=True)
             )
             _add_names(keys, pages, done)
@@ -557,7 +558,22 @@ def stats(g: WikiGraph, tier: str | None = None) -> dict[str, Any]:
     )
     tiers = dict.fromkeys(TIERS, 0)
     types: dict[str, int] = {}
-    for i in nodes:
+    if allowed is None:  # the common case: count in C, then name the values
+        from collections import Counter
+
+        tiers.update(Counter(g.tiers))
+        raw = Counter([p.props.get("type") for p in g.pages])
+        if all(t is None or type(t) is str for t in raw):  # else equal values may print apart
+            types = {"(none)" if t is None else t: c for t, c in raw.items()}
+            if None in raw and "(none)" in raw:  # the literal type "(none)" and no type
+                types["(none)"] = raw[None] + raw["(none)"]
+            nodes_left: Iterable[int] = ()
+        else:
+            tiers = dict.fromkeys(TIERS, 0)
+            nodes_left = nodes
+    else:
+        nodes_left = nodes
+    for i in nodes_left:
         tiers[g.tiers[i]] += 1
         t = g.pages[i].props.get("type")
         key = "(none)" if t is None else str(t)

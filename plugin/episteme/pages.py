@@ -916,11 +916,13 @@ def _can_fork() -> bool:
 
 def _split(ids: list[str], jobs: int) -> list[list[str]]:
     """Contiguous slices (each process reads its own folders).  The first one, which this
-    process scans itself, is a little larger: a child also pickles its result, and while it
-    does, this process can scan instead of waiting (it unpickles afterwards)."""
+    process scans itself, is a little smaller: a child pickles its result, but this process,
+    after its own part, makes that part's page objects and name index (``meanwhile`` of
+    :func:`fork_map`) and it is the one that pays the fork; with 10k pages on 2 cores a
+    0.9 : 1 split made both finish together (measured: 1.05 : 1 left the parent last)."""
     if jobs <= 1 or len(ids) < 2:
         return [ids]
-    weights = [1.05] + [1.0] * (jobs - 1)
+    weights = [0.9] + [1.0] * (jobs - 1)
     total = sum(weights)
     out, start = [], 0
     for k, w in enumerate(weights):
