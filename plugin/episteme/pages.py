@@ -429,9 +429,15 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
             props[key] = None
             list_key = key
             continue
-        v = _top_value(value)
+        v = _TYPED_VALUES.get(value, _FALLBACK)
         if v is _FALLBACK:
-            return None
+            v = _top_value(value)
+            if v is _FALLBACK:
+                return None
+            if type(v) is not str and len(_TYPED_VALUES) < 20_000:
+                _TYPED_VALUES[value] = tuple(v) if type(v) is list else v
+        elif type(v) is tuple:
+            v = list(v)
         # remember lines likely to repeat: not long strings (titles), and once full, keep what
         # is there (the common lines come early; clearing would make big wikis thrash)
         if len(_LINE_CACHE) < 50_000 and len(line) <= 100 and (type(v) is not str or len(v) <= 24):
@@ -446,6 +452,10 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
 #: lines of every wiki it scanned).
 _LINE_CACHE: dict[str, tuple[str, Any]] = {}
 _VALUE_CACHE = _LINE_CACHE  # the name lint_rules clears after its scan
+#: a non-string top-level value's text -> its value (lists as tuples): ``created:`` and
+#: ``updated:`` lines share dates, and a page's first lines are seldom seen before, so a cold
+#: scan misses the line cache for most of them.  Bounded; cleared with the line cache.
+_TYPED_VALUES: dict[str, Any] = {}
 _GOOD_KEYS: dict[str, str] = {}
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
@@ -993,6 +1003,7 @@ def fork_map(
 def _clear_caches() -> None:
     """Per-scan caches: kept small in a long-lived process (the server scans many wikis)."""
     _LINE_CACHE.clear()
+    _TYPED_VALUES.clear()
     _FLOW_SCALARS.clear()
     _NORMALIZED.clear()
     if len(_TARGETS) > 200_000:

@@ -3,6 +3,7 @@
 orphans, cluster, query.  ``--help`` lists the options; the logic is in
 ``episteme.commands.graph`` (the same as ``episteme graph``)."""
 
+import gc
 import os
 import sys
 
@@ -13,7 +14,12 @@ _bootstrap.require("yaml")
 from episteme.commands.graph import main  # noqa: E402
 
 if __name__ == "__main__":
-    rc = main()
+    # A one-shot command that ends with os._exit: no cyclic garbage is worth collecting, and a
+    # collection right after the scan walks every page object the graph holds (~9 ms at 10k
+    # pages).  The graph is held until the exit so that it is never freed object by object.
+    gc.disable()
+    held: list = []
+    rc = main(hold=held)
     sys.stdout.flush()
     sys.stderr.flush()
     # a one-shot command: skip freeing the graph's objects one by one at interpreter exit
