@@ -363,8 +363,10 @@ class WikiGraph:
         self.link_counts = link_counts = list(map(len, targets))
         self.link_count = sum(link_counts)
         self._dangling = self._ambiguities = None  # made on first use, with line numbers
-        code = self._target_codes(set().union(*targets))
+        lowered: dict[str, str] = {}  # dangling target text -> its lowercase (what "unique" means)
+        code = self._target_codes(set().union(*targets), lowered)
         get = code.__getitem__
+        low = lowered.get
         dangling_sources = self.dangling_sources
         reread = self._reread
         by_text: dict[str, tuple[str | None, list[int]]] = {}
@@ -375,8 +377,10 @@ class WikiGraph:
             hits = set(map(get, ts))
             if -1 in hits or -2 in hits:
                 reread.append(i)
-                seen = {t.lower() for t in ts if code[t] == -1}
-                dangling_sources.extend([i] * len(seen))
+                if -1 in hits:
+                    seen = set(map(low, ts))
+                    seen.discard(None)
+                    dangling_sources.extend([i] * len(seen))
                 if -2 in hits:
                     self.ambiguity_count += sum(1 for t in ts if code[t] == -2)
                     hits = set(self._resolve_links(i, ((t, 0) for t in ts), by_text, False))
@@ -385,10 +389,10 @@ class WikiGraph:
             hits.discard(i)  # self-links are dropped
             out_edges.append(sorted(hits))
 
-    def _target_codes(self, texts: set[str]) -> dict[str, int]:
+    def _target_codes(self, texts: set[str], lowered: dict[str, str]) -> dict[str, int]:
         """Target text -> node, ``-1`` (dangling) or ``-2`` (several candidates): the four steps
         of :meth:`_lookup` inlined (it also strips ``./`` and ``/`` for the path and stem steps:
-        those spellings go through it)."""
+        those spellings go through it).  ``lowered`` receives each dangling text's lowercase."""
         title_k, path_k, stem_k, alias_k = (self._keys[s].get for s in STEPS)
         code: dict[str, int] = {}
         for t in texts:
@@ -404,7 +408,11 @@ class WikiGraph:
                         v = stem_k(key)
                         if v is None:
                             v = alias_k(key)
-            code[t] = -1 if v is None else -2 if type(v) is list else v  # type: ignore[assignment]
+            if v is None:
+                code[t] = -1
+                lowered[t] = key
+            else:
+                code[t] = -2 if type(v) is list else v  # type: ignore[assignment]
         return code
 
     def _line_numbered(self) -> None:

@@ -6,6 +6,7 @@ cached, so the answer always reflects the files.  Imports only the standard libr
 
 from __future__ import annotations
 
+import argparse
 import datetime as _dt
 import os
 import sys
@@ -19,9 +20,38 @@ FORMATS = ("json", "text", "mermaid")
 FOCUS_MODES = ("query", "hubs", "orphans", "cluster")
 
 
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, asking for the terminal width only when help is formatted.
+
+    Why: argparse builds a formatter in every ``add_argument`` (to check the metavar), and the
+    stock one looks the width up at once, importing ``shutil`` (with ``bz2``, ``lzma``...:
+    ~2 ms of a command measured against a bare file scan).  The width is the stock one:
+    ``shutil.get_terminal_size().columns - 2``, from which ``_max_help_position`` follows."""
+
+    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kwargs):
+        lazy = width is None
+        super().__init__(prog, indent_increment, max_help_position, 10_000 if lazy else width, **kwargs)
+        if lazy:
+            del self._width, self._max_help_position
+            self._help_position_cap = max_help_position
+        self._lazy_width = lazy
+
+    def __getattr__(self, name: str):
+        if name in ("_width", "_max_help_position") and self.__dict__.get("_lazy_width"):
+            import shutil
+
+            width = shutil.get_terminal_size().columns - 2
+            self._width = width
+            self._max_help_position = min(self._help_position_cap, max(width - 20, self._indent_increment * 2))
+            self._lazy_width = False
+            return self.__dict__[name]
+        raise AttributeError(name)
+
+
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog="graph_query.py",
+        formatter_class=_HelpFormatter,
         description="Structural queries over the wiki's [[link]] graph (JSON on stdout).",
     )
     p.add_argument("--wiki", help="wiki folder (default: $WIKI_PATH, else ./wiki)")
