@@ -39,12 +39,12 @@ from .lint_rules import (
     SEVERITIES,
     STORE_RULES,
     Finding,
-    PageResult,
     PageRules,
     SectionInfo,
     finding,
     normalize_date_text,
-    scan_and_check,
+    page_key_line,
+    scan_lean,
 )
 from .schema import Schema, load_schema
 
@@ -187,7 +187,6 @@ def lint_wiki(
 
 
 def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintReport:
-    from .graph import WikiGraph
 
     root = os.fspath(wiki)
     if not os.path.isdir(root):
@@ -202,17 +201,22 @@ def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintR
     if schema.tiers.enabled:
         key_lines += (schema.tiers.driving_field, "ingested_at", "updated")
     rules = PageRules(enabled, dict(schema.fields), bool(schema.fields), date_fields, key_lines)
-    results = scan_and_check(root, rules, jobs=jobs)
+    g, rows = _scan_graph(root, rules, schema, today, jobs)
+    pages = g.pages
+    sug = _lines_and_suggestions(g, [r[4] for r in rows], enabled, jobs)
     findings: list[Finding] = []
-    for r in results:
-        findings.extend(r.findings)
+    sections: list[tuple[str, SectionInfo]] = []
+    for i, r in enumerate(rows):
+        extra = r[5]
+        if extra is not None:
+            pid = pages[i].id
+            sections.extend((pid, s) for s in extra[0])
+            findings.extend(extra[1])
+    del rows
     if "schema-invalid" in enabled:
         findings.extend(_schema_findings(schema))
-    pages = [r.page for r in results]
-    g = WikiGraph.from_pages(pages, schema, root=root, today=today)
-    findings.extend(_link_findings(g, enabled))
-    findings.extend(_page_findings(g, results, enabled))
-    sections = [(r.page.id, s) for r in results for s in r.sections]
+    findings.extend(_link_findings(g, enabled, sug))
+    findings.extend(_page_findings(g, enabled))
     findings.extend(check_indexes(root, sections, enabled))
     if "log-malformed" in enabled:
         findings.extend(_log_findings(root))
@@ -224,6 +228,32 @@ def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintR
     _apply_severity(schema, findings)
     report.findings = sorted((f for f in findings if f.rule in enabled), key=_sort_key)
     return report
+
+
+def _scan_graph(root: str, rules: PageRules, schema: Schema, today: _dt.date | None, jobs: int | None) -> tuple[Any, list[tuple]]:
+    """The link graph of a lean scan (no link line numbers: the graph re-reads only the pages
+    with dangling or ambiguous links for those), with each page's per-page check results
+    (``rows[i][5]``).  The same steps as the graph command's lean build: the first part's page
+    objects and names are made while the second process scans."""
+    from .graph import STEPS, WikiGraph, _add_names
+    from .pages import NO_LINKS, Page
+
+    prefix = "" if not root or root.endswith("/") else root + "/"
+    pages: list[Page] = []
+    keys: dict[str, dict[str, Any]] = {s: {} for s in STEPS}
+
+    def page_objects(part: list[str], rows: list[tuple]) -> None:
+        pages.extend(Page(pid, prefix + pid, r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(part, rows, strict=True))
+        _add_names(keys, pages, 0)
+
+    ids, rows = scan_lean(root, rules, jobs=jobs, meanwhile=page_objects)
+    done = len(pages)
+    pages.extend(
+        Page(pid, prefix + pid, r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(ids[done:], rows[done:], strict=True)
+    )
+    _add_names(keys, pages, done)
+    g = WikiGraph(root, pages, schema, today, False, [r[4] for r in rows], keys)
+    return g, rows
 
 
 def _sort_key(f: Finding) -> tuple:
@@ -272,7 +302,9 @@ class _Suggester:
         """Names sharing ``keys``, scored by the keys' rarity (a shared rare word says more
         than a shared common one).  Keys on more than a twentieth of all names are skipped
         unless nothing else matches: they cost the most and discriminate least."""
-        postings = sorted((index[k] for k in keys if k in index), key=len)
+        # keys in a fixed order: the scores are float sums, so their order must not depend on
+        # string hashing (ties among the candidates would then differ from run to run)
+        postings = sorted((index[k] for k in sorted(keys) if k in index), key=len)
         if not postings:
             return {}
         cap = max(50, len(self.names) // 20)
@@ -330,10 +362,75 @@ def _is_structural(target: str) -> bool:
     return t in STRUCTURAL_TARGETS or t.startswith("raw/")
 
 
-def _link_findings(g: Any, on: frozenset[str]) -> list[Finding]:
+def _link_pairs(root: str, page_id: str) -> Any:
+    """A page's links with their line numbers, as :func:`episteme.pages.parse_page` finds them,
+    without parsing its frontmatter (only where the body starts matters here)."""
+    from .pages import _frontmatter_bounds, read_bytes, scan_links
+
+    data = read_bytes(os.path.join(root, page_id))
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    if data[:3] == b"---":
+        b = _frontmatter_bounds(data)
+        if b is not None and b[0] >= 0:
+            return scan_links(data[b[2] :], 3 + data.count(b"\n", b[0], b[1])).pairs()
+    return scan_links(data, 1).pairs()
+
+
+def _line_numbered(g: Any, ids: list[int]) -> tuple[list, list]:
+    """Dangling and ambiguous links, with lines, of the pages ``ids`` (re-read; a page deleted
+    since the scan has nothing to point at)."""
+    g._dangling, g._ambiguities, g.dangling_sources = [], [], []
+    by_text: dict[str, Any] = {}
+    for i in ids:
+        try:
+            pairs = _link_pairs(g.root, g.ids[i])
+        except OSError:
+            continue
+        g._resolve_links(i, pairs, by_text, True)
+    return g._dangling, g._ambiguities
+
+
+def _lines_and_suggestions(g: Any, targets: list[tuple[str, ...]], on: frozenset[str], jobs: int | None) -> dict:
+    """Give the lean graph its line-numbered :attr:`dangling` / :attr:`ambiguities` (re-reading
+    only the pages that have such links) and return the closest-page suggestion of every
+    distinct dangling target.  Both are independent, so on a big wiki a forked process finds
+    the suggestions while this one re-reads the pages."""
+    from .pages import _can_fork, default_jobs, fork_map
+
+    if not on & {"link-dangling", "link-structural", "link-ambiguous"}:
+        return {}  # nothing needs the lines (made on first use if anything asks)
+    reread = g._reread
+    count = g.ambiguity_count
+    keys: list[str] = []
+    if "link-dangling" in on and reread:
+        texts = set().union(*(targets[i] for i in reread))
+        low = {t.lower().strip() for t in texts if not g._lookup(t.lower())[1] and not _is_structural(t)}
+        keys = sorted(low)
+    sug = _Suggester(g) if keys else None
+
+    def work(_root: str, part: tuple[str, list]) -> Any:
+        if part[0] == "lines":
+            return _line_numbered(g, part[1])
+        return {k: sug.suggest(k) for k in part[1]}  # type: ignore[union-attr]
+
+    n_jobs = default_jobs(len(g.ids)) if jobs is None else jobs
+    if len(keys) >= 50 and n_jobs > 1 and _can_fork():
+        lines, found = fork_map(work, g.root, [("lines", reread), ("suggest", keys)])
+        g._dangling, g._ambiguities = lines
+        sug._cache.update(found)  # type: ignore[union-attr]
+    else:
+        _line_numbered(g, reread)
+    g.ambiguity_count = count  # counted at the scan; the re-read only adds lines
+    return {"suggester": sug}
+
+
+def _link_findings(g: Any, on: frozenset[str], prepared: dict | None = None) -> list[Finding]:
     out: list[Finding] = []
     if on & {"link-dangling", "link-structural"}:
-        sug = _Suggester(g) if "link-dangling" in on else None
+        sug = None
+        if "link-dangling" in on:
+            sug = (prepared or {}).get("suggester") or _Suggester(g)
         for d in g.dangling:
             if _is_structural(d.target):
                 if "link-structural" in on:
@@ -358,7 +455,7 @@ def _link_findings(g: Any, on: frozenset[str]) -> list[Finding]:
     return out
 
 
-def _page_findings(g: Any, results: list[PageResult], on: frozenset[str]) -> list[Finding]:
+def _page_findings(g: Any, on: frozenset[str]) -> list[Finding]:
     from .graph import degrees
     from .pages import frontmatter_title
     from .schema import page_date
@@ -374,27 +471,28 @@ def _page_findings(g: Any, results: list[PageResult], on: frozenset[str]) -> lis
                 out.append(finding("page-leaf", g.ids[i], 1, f"linked from {indeg[i]} page(s) but links nowhere"))
     if "title-duplicate" in on:
         first: dict[str, int] = {}
-        for i, r in enumerate(results):
-            t = frontmatter_title(r.page.props)
+        for i, p in enumerate(g.pages):
+            t = frontmatter_title(p.props)
             if t is None:
                 continue
             j = first.setdefault(t.lower(), i)
             if j != i:
-                out.append(finding("title-duplicate", r.page.id, r.key_lines.get("title", 1),
-                                   f"title {t!r} is also the title of {results[j].page.id}", other=results[j].page.id))
+                out.append(finding("title-duplicate", p.id, page_key_line(g.root, p.id, "title"),
+                                   f"title {t!r} is also the title of {g.ids[j]}", other=g.ids[j]))
     if "page-stale" in on and g.tiers_enabled:
         tiers = g.schema.tiers
-        for i, r in enumerate(results):
+        for i, p in enumerate(g.pages):
             tier = g.tiers[i]
-            if tier == "active" or r.page.props.get("tier_override") is not None:
+            if tier == "active" or p.props.get("tier_override") is not None:
                 continue
             key, d = None, None
             for key in (tiers.driving_field, "ingested_at", "updated"):
-                d = page_date(r.page.props.get(key))
+                d = page_date(p.props.get(key))
                 if d is not None:
                     break
+            line = page_key_line(g.root, p.id, key) if key and key in p.props else 1
             age = (g.today - d).days if d else None
-            out.append(finding("page-stale", r.page.id, r.key_lines.get(key or "", 1),
+            out.append(finding("page-stale", p.id, line,
                                f"tier {tier}: '{key}' is {d} ({age} days old); review it or pin it with tier_override: pin",
                                tier=tier))
     return out

@@ -423,46 +423,68 @@ def lint_page(root: str, page_id: str, rules: PageRules) -> PageResult:
     return PageResult(page, sections, findings, keep)
 
 
-def _lint_chunk(args: tuple[str, list[str], PageRules]) -> list[PageResult]:
-    root, ids, rules = args
-    return [lint_page(root, pid, rules) for pid in ids]
+def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool) -> tuple:
+    """One page, read once: its :func:`episteme.pages.lean_page` tuple (what the link graph
+    needs: no line numbers) plus ``(sections, findings)`` of the per-page checks, or ``None``
+    when it has neither (most pages).  Lines are counted only for what is reported."""
+    from .pages import NO_LINKS, lean_page, read_bytes
+
+    try:
+        data = read_bytes(f"{root}/{page_id}")
+    except OSError as e:
+        return ({}, f"unreadable: {e.strerror}", None, False, (),
+                ([], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")]))
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    row = lean_page(data)
+    findings: list[Finding] = []
+    if fm_on and row[3]:
+        page = Page(page_id, f"{root}/{page_id}", row[0], NO_LINKS, row[1], row[2], True)
+        findings = check_frontmatter(page, rules, _KeyLines(data))
+    sections: list[SectionInfo] = []
+    if b"<!-- section" in data:
+        sections, more = check_sections(page_id, data, rules.enabled)
+        findings.extend(more)
+    return (*row, (sections, findings) if sections or findings else None)
 
 
-def _lint_packed(args: tuple[str, list[str], PageRules]) -> list[tuple]:
-    """Worker side of a parallel scan: plain tuples pickle several times faster than
-    dataclass instances (the same trick as :func:`episteme.pages.scan_wiki`)."""
-    return [
-        ((p.id, p.path, p.props, p.links, p.fm_error, p.fm_error_line, p.has_frontmatter), r.sections, r.findings,
-         r.key_lines)
-        for r in _lint_chunk(args)
-        for p in (r.page,)
-    ]
+def page_key_line(root: str, page_id: str, key: str) -> int:
+    """Line of the top-level frontmatter ``key`` (1 when not found): re-reads the page, so
+    that the scan counts no lines for the many pages that are never cited."""
+    from .pages import read_bytes
+
+    try:
+        data = read_bytes(os.path.join(root, page_id))
+    except OSError:
+        return 1
+    if data[:3] == b"\xef\xbb\xbf":
+        data = data[3:]
+    line = _quick_key_line(data, key)
+    return 1 if line is None else line
 
 
-def scan_and_check(root: str, rules: PageRules, *, jobs: int | None = None) -> list[PageResult]:
-    """Every page, read once, parsed and checked; sorted by id.  Same page list and the same
-    process split as :func:`episteme.pages.scan_wiki`."""
+def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile: Any = None) -> tuple[list[str], list[tuple]]:
+    """``(ids, rows)``: every page read once, with the per-page checks run while its bytes are
+    in hand (see :func:`lean_row`); sorted by id.  The same files and process split as
+    :func:`episteme.pages.scan_wiki_lean` (a forked second process on big wikis);
+    ``meanwhile(first_ids, first_rows)`` as there."""
     from . import pages as _pages
 
     ids = _pages.iter_page_files(root)
     if jobs is None:
         jobs = _pages.default_jobs(len(ids))
-    try:
-        if jobs <= 1 or len(ids) < 2:
-            return _lint_chunk((root, ids, rules))
-        import multiprocessing as mp
+    fm_on = bool(rules.enabled & _FM_RULES)
 
-        step = -(-len(ids) // jobs)
-        chunks = [(root, ids[k : k + step], rules) for k in range(0, len(ids), step)]
-        ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else mp.get_context()
-        with ctx.Pool(len(chunks) - 1) as pool:
-            pending = pool.map_async(_lint_packed, chunks[1:])
-            first = _lint_chunk(chunks[0])
-            parts = pending.get()
-        for rows in parts:
-            first.extend(PageResult(Page(*p), sec, fs, kl) for p, sec, fs, kl in rows)
-        return first  # contiguous slices of a sorted list, in order: still sorted
+    def work(root: str, part: list[str]) -> list[tuple]:
+        return [lean_row(root, pid, rules, fm_on) for pid in part]
+
+    try:
+        if jobs <= 1 or len(ids) < 2 or not _pages._can_fork():
+            return ids, work(root, ids)
+        parts = _pages.fork_map(work, root, _pages._split(ids, jobs), meanwhile=meanwhile)
+        rows = parts[0]
+        for more in parts[1:]:
+            rows.extend(more)
+        return ids, rows  # contiguous slices of a sorted list, in order: still sorted
     finally:
-        cache = getattr(_pages, "_VALUE_CACHE", None)
-        if cache is not None:  # the scan's per-run value cache (a long-lived server lints many wikis)
-            cache.clear()
+        _pages._clear_caches()

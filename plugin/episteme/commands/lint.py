@@ -66,7 +66,7 @@ def _settings(args, wiki: str):
     )
 
 
-def _run(argv: list[str]) -> int:
+def _run(argv: list[str], hold: list | None = None) -> int:
     from .. import lint as L
     from ..lint_rules import RULES
 
@@ -108,6 +108,8 @@ def _run(argv: list[str]) -> int:
         if fixes:
             report = L.lint_wiki(wiki, **opts)
     elapsed = time.monotonic() - started
+    if hold is not None:
+        hold.append(report)
 
     if args.format == "json":
         summary = report.summary()
@@ -179,6 +181,8 @@ def render_github(report, wiki: str, fixes: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, hold: list | None = None) -> int:
+    """The command.  ``hold``: a list the report is appended to, so that a caller that exits
+    right after (``os._exit``) never frees its pages and findings one by one."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return run_main(lambda: _run(argv), json_errors=lambda: _wants_json(argv))
+    return run_main(lambda: _run(argv, hold), json_errors=lambda: _wants_json(argv))
