@@ -203,7 +203,7 @@ def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintR
     rules = PageRules(enabled, dict(schema.fields), bool(schema.fields), date_fields, key_lines)
     g, rows = _scan_graph(root, rules, schema, today, jobs)
     pages = g.pages
-    sug = _lines_and_suggestions(g, [r[4] for r in rows], enabled, jobs)
+    sug = _lines_and_suggestions(g, [r[4] for r in rows], enabled, jobs, [r[6] for r in rows])
     findings: list[Finding] = []
     sections: list[tuple[str, SectionInfo]] = []
     for i, r in enumerate(rows):
@@ -343,7 +343,13 @@ class _Suggester:
         sm = difflib.SequenceMatcher(None)
         sm.set_seq2(key)  # difflib caches its analysis of the second sequence
         n = len(key)
-        for name in sorted(heapq.nlargest(12, counts, key=lambda c: (counts[c], -abs(len(c) - n)))):
+        pool: Iterable[str] = counts
+        if len(counts) > 12:
+            # only names scoring at least the 12th best score can be among the 12 (found in C);
+            # the order of the rest is kept, so ties resolve as over all of them
+            floor = heapq.nlargest(12, counts.values())[-1]
+            pool = [c for c, v in counts.items() if v >= floor]
+        for name in sorted(heapq.nlargest(12, pool, key=lambda c: (counts[c], -abs(len(c) - n)))):
             sm.set_seq1(name)
             if sm.real_quick_ratio() <= best_score or sm.quick_ratio() <= best_score:
                 continue
@@ -377,21 +383,27 @@ def _link_pairs(root: str, page_id: str) -> Any:
     return scan_links(data, 1).pairs()
 
 
-def _line_numbered(g: Any, ids: list[int]) -> tuple[list, list]:
-    """Dangling and ambiguous links, with lines, of the pages ``ids`` (re-read; a page deleted
-    since the scan has nothing to point at)."""
+def _line_numbered(g: Any, ids: list[int], targets: list | None = None, lines: list | None = None) -> tuple[list, list]:
+    """Dangling and ambiguous links, with lines, of the pages ``ids``: from the lines the scan
+    counted (``lines[i]``, for the pages it expected to need them), else re-read (a page
+    deleted since the scan has nothing to point at)."""
     g._dangling, g._ambiguities, g.dangling_sources = [], [], []
     by_text: dict[str, Any] = {}
     for i in ids:
-        try:
-            pairs = _link_pairs(g.root, g.ids[i])
-        except OSError:
-            continue
+        known = lines[i] if lines is not None else None
+        if known is not None:
+            pairs: Any = zip(targets[i], known, strict=True)  # type: ignore[index]
+        else:
+            try:
+                pairs = _link_pairs(g.root, g.ids[i])
+            except OSError:
+                continue
         g._resolve_links(i, pairs, by_text, True)
     return g._dangling, g._ambiguities
 
 
-def _lines_and_suggestions(g: Any, targets: list[tuple[str, ...]], on: frozenset[str], jobs: int | None) -> dict:
+def _lines_and_suggestions(g: Any, targets: list[tuple[str, ...]], on: frozenset[str], jobs: int | None,
+                           lines: list | None = None) -> dict:
     """Give the lean graph its line-numbered :attr:`dangling` / :attr:`ambiguities` (re-reading
     only the pages that have such links) and return the closest-page suggestion of every
     distinct dangling target.  Both are independent, so on a big wiki a forked process finds
@@ -411,7 +423,7 @@ def _lines_and_suggestions(g: Any, targets: list[tuple[str, ...]], on: frozenset
 
     def work(_root: str, part: tuple[str, list]) -> Any:
         if part[0] == "lines":
-            return _line_numbered(g, part[1])
+            return _line_numbered(g, part[1], targets, lines)
         return {k: sug.suggest(k) for k in part[1]}  # type: ignore[union-attr]
 
     n_jobs = default_jobs(len(g.ids)) if jobs is None else jobs
@@ -420,7 +432,7 @@ def _lines_and_suggestions(g: Any, targets: list[tuple[str, ...]], on: frozenset
         g._dangling, g._ambiguities = lines
         sug._cache.update(found)  # type: ignore[union-attr]
     else:
-        _line_numbered(g, reread)
+        _line_numbered(g, reread, targets, lines)
     g.ambiguity_count = count  # counted at the scan; the re-read only adds lines
     return {"suggester": sug}
 

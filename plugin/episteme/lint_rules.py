@@ -366,6 +366,9 @@ _FM_RULES = frozenset({"fm-yaml", "fm-missing-required", "fm-unknown-field", "fm
                        "fm-tier-override"})
 
 
+_LINE_RULES = frozenset({"link-dangling", "link-structural", "link-ambiguous"})
+
+
 class _KeyLines:
     """Frontmatter key -> line, computed only when a finding needs a line (most pages have none)."""
 
@@ -423,29 +426,80 @@ def lint_page(root: str, page_id: str, rules: PageRules) -> PageResult:
     return PageResult(page, sections, findings, keep)
 
 
-def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool) -> tuple:
+def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool, safe: set[str] | None = None) -> tuple:
     """One page, read once: its :func:`episteme.pages.lean_page` tuple (what the link graph
     needs: no line numbers) plus ``(sections, findings)`` of the per-page checks, or ``None``
-    when it has neither (most pages).  Lines are counted only for what is reported."""
+    when it has neither (most pages), plus the line numbers of its links (an ``array``, same
+    order as the targets) when a target is not in ``safe`` (see :func:`scan_lean`), else
+    ``None``.  Lines are counted only where something may be reported."""
     from .pages import NO_LINKS, lean_page, read_bytes
 
     try:
         data = read_bytes(f"{root}/{page_id}")
     except OSError as e:
         return ({}, f"unreadable: {e.strerror}", None, False, (),
-                ([], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")]))
+                ([], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")]), None)
     if data[:3] == b"\xef\xbb\xbf":
         data = data[3:]
     row = lean_page(data)
     findings: list[Finding] = []
-    if fm_on and row[3]:
+    if fm_on and row[3] and (row[1] or rules.has_fields or _fm_suspect(row[0], rules.date_fields)):
         page = Page(page_id, f"{root}/{page_id}", row[0], NO_LINKS, row[1], row[2], True)
         findings = check_frontmatter(page, rules, _KeyLines(data))
     sections: list[SectionInfo] = []
     if b"<!-- section" in data:
         sections, more = check_sections(page_id, data, rules.enabled)
         findings.extend(more)
-    return (*row, (sections, findings) if sections or findings else None)
+    lines = None
+    targets = row[4]
+    if safe is not None and targets and not safe.issuperset(map(str.lower, targets)):
+        lines = _link_lines(data, len(targets))
+    return (*row, (sections, findings) if sections or findings else None, lines)
+
+
+def _link_lines(data: bytes, n: int) -> Any:
+    """Line numbers of a page's links (``data`` without a BOM), as
+    :func:`episteme.pages.parse_page` counts them; ``None`` if they are not ``n`` links."""
+    from .pages import _frontmatter_bounds, scan_links
+
+    links = None
+    if data[:3] == b"---":
+        b = _frontmatter_bounds(data)
+        if b is not None and b[0] >= 0:
+            links = scan_links(data[b[2] :], 3 + data.count(b"\n", b[0], b[1]))
+    if links is None:
+        links = scan_links(data, 1)
+    return links.lines if len(links.lines) == n else None
+
+
+def sure_names(ids: list[str]) -> set[str]:
+    """Lowercased paths and stems that exactly one page has: a link to one of them resolves
+    to a single page whatever the titles and aliases say, so it is never dangling and never
+    ambiguous... unless two *titles* match it, which the caller finds out after the scan and
+    then re-reads that page for its lines."""
+    seen: dict[str, str] = {}
+    dup: set[str] = set()
+    for pid in ids:
+        low = pid[:-3].lower() if pid.endswith(".md") else pid.lower()
+        stem = low[low.rfind("/") + 1 :]
+        for k in (low, stem) if stem != low else (low,):
+            if seen.setdefault(k, pid) != pid:
+                dup.add(k)
+    return set(seen).difference(dup)
+
+
+def _fm_suspect(props: dict[str, Any], date_fields: tuple[str, ...]) -> bool:
+    """Whether a page without a frontmatter error may have an fm-* finding when SCHEMA.md
+    defines no fields: only a date field that is not already a date, or a ``tier_override``,
+    can (a cheap test that spares most pages the full check)."""
+    if "tier_override" in props:
+        return True
+    date = _dt.date
+    for k in date_fields:
+        v = props.get(k)
+        if v is not None and type(v) is not date:
+            return True
+    return False
 
 
 def page_key_line(root: str, page_id: str, key: str) -> int:
@@ -474,9 +528,10 @@ def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile
     if jobs is None:
         jobs = _pages.default_jobs(len(ids))
     fm_on = bool(rules.enabled & _FM_RULES)
+    safe = sure_names(ids) if rules.enabled & _LINE_RULES else None
 
     def work(root: str, part: list[str]) -> list[tuple]:
-        return [lean_row(root, pid, rules, fm_on) for pid in part]
+        return [lean_row(root, pid, rules, fm_on, safe) for pid in part]
 
     try:
         if jobs <= 1 or len(ids) < 2 or not _pages._can_fork():
