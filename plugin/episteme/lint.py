@@ -317,6 +317,16 @@ class _Suggester:
                 counts[name] = get(name, 0.0) + w
         return counts
 
+    def word_index(self) -> dict[str, list[str]]:
+        """Word -> the names containing it (made once, on first use)."""
+        if self._words is None:
+            words: dict[str, list[str]] = {}
+            for name in self.names:
+                for w in set(self._WORD.findall(name)):
+                    words.setdefault(w, []).append(name)
+            self._words = words
+        return self._words
+
     def suggest(self, target: str) -> str | None:
         full = target.lower().strip()
         if full in self._cache:
@@ -324,13 +334,7 @@ class _Suggester:
         import difflib
 
         key = full.rstrip("/").rsplit("/", 1)[-1]  # folder/name: folders are not names
-        if self._words is None:
-            words: dict[str, list[str]] = {}
-            for name in self.names:
-                for w in set(self._WORD.findall(name)):
-                    words.setdefault(w, []).append(name)
-            self._words = words
-        counts = self._count(set(self._WORD.findall(key)), self._words)
+        counts = self._count(set(self._WORD.findall(key)), self.word_index())
         if not counts:
             if self._grams is None:
                 grams: dict[str, list[str]] = {}
@@ -339,22 +343,31 @@ class _Suggester:
                         grams.setdefault(t, []).append(name)
                 self._grams = grams
             counts = self._count(self._trigrams(key), self._grams)
-        best, best_score = None, 0.6
-        sm = difflib.SequenceMatcher(None)
-        sm.set_seq2(key)  # difflib caches its analysis of the second sequence
-        n = len(key)
         pool: Iterable[str] = counts
         if len(counts) > 12:
             # only names scoring at least the 12th best score can be among the 12 (found in C);
             # the order of the rest is kept, so ties resolve as over all of them
             floor = heapq.nlargest(12, counts.values())[-1]
             pool = [c for c, v in counts.items() if v >= floor]
-        for name in sorted(heapq.nlargest(12, pool, key=lambda c: (counts[c], -abs(len(c) - n)))):
+        n = len(key)
+        sm = difflib.SequenceMatcher(None)
+        sm.set_seq2(key)  # difflib caches its analysis of the second sequence
+        bounds = []
+        for name in heapq.nlargest(12, pool, key=lambda c: (counts[c], -abs(len(c) - n))):
             sm.set_seq1(name)
-            if sm.real_quick_ratio() <= best_score or sm.quick_ratio() <= best_score:
+            if sm.real_quick_ratio() > 0.6:  # (never above 0.6 otherwise: ratio <= these bounds)
+                bounds.append((-sm.quick_ratio(), name))
+        # the best ratio above 0.6, ties to the first name in code-point order; each ratio is
+        # at most its quick_ratio, so candidates go by that bound and stop once it is too low
+        best, best_score = None, 0.6
+        for neg, name in sorted(bounds):
+            if -neg < best_score:
+                break
+            if -neg == best_score and (best is None or name > best):
                 continue
+            sm.set_seq1(name)
             score = sm.ratio()
-            if score > best_score:
+            if score > best_score or (score == best_score and best is not None and name < best):
                 best, best_score = name, score
         out = None if best is None else self.ids[self.names[best]]
         self._cache[full] = out
@@ -421,16 +434,19 @@ def _lines_and_suggestions(g: Any, targets: list[tuple[str, ...]], on: frozenset
         keys = sorted(low)
     sug = _Suggester(g) if keys else None
 
-    def work(_root: str, part: tuple[str, list]) -> Any:
-        if part[0] == "lines":
-            return _line_numbered(g, part[1], targets, lines)
+    def work(_root: str, part: tuple[bool, list[str]]) -> dict[str, str | None]:
+        if part[0]:
+            _line_numbered(g, reread, targets, lines)
         return {k: sug.suggest(k) for k in part[1]}  # type: ignore[union-attr]
 
     n_jobs = default_jobs(len(g.ids)) if jobs is None else jobs
-    if len(keys) >= 50 and n_jobs > 1 and _can_fork():
-        lines, found = fork_map(work, g.root, [("lines", reread), ("suggest", keys)])
-        g._dangling, g._ambiguities = lines
-        sug._cache.update(found)  # type: ignore[union-attr]
+    if len(keys) >= 100 and n_jobs > 1 and _can_fork():
+        # half of the suggestions in a forked process, the other half and the lines here
+        sug.word_index()  # made once, before the fork, for both  # type: ignore[union-attr]
+        for found in fork_map(work, g.root, [(True, keys[::2]), (False, keys[1::2])]):  # type: ignore[arg-type]
+            sug._cache.update(found)  # type: ignore[union-attr]
+        if g._dangling is None:  # (the first part runs here, but be sure)
+            _line_numbered(g, reread, targets, lines)
     else:
         _line_numbered(g, reread, targets, lines)
     g.ambiguity_count = count  # counted at the scan; the re-read only adds lines

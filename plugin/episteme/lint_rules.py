@@ -453,23 +453,51 @@ def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool, safe: set[s
     lines = None
     targets = row[4]
     if safe is not None and targets and not safe.issuperset(map(str.lower, targets)):
-        lines = _link_lines(data, len(targets))
+        lines = _link_lines(data, targets)
     return (*row, (sections, findings) if sections or findings else None, lines)
 
 
-def _link_lines(data: bytes, n: int) -> Any:
+def _link_lines(data: bytes, targets: tuple[str, ...]) -> Any:
     """Line numbers of a page's links (``data`` without a BOM), as
-    :func:`episteme.pages.parse_page` counts them; ``None`` if they are not ``n`` links."""
-    from .pages import _frontmatter_bounds, scan_links
+    :func:`episteme.pages.parse_page` counts them, or ``None``.
 
-    links = None
+    A body without code is matched the way :func:`episteme.pages.link_targets` matched it a
+    moment ago (its normalized texts are still in the scan's cache), so only a line count per
+    link is added; the sequence found must equal ``targets``, else the full
+    :func:`episteme.pages.scan_links` decides."""
+    from array import array
+
+    from . import pages as P
+
+    start, first = 0, 1
     if data[:3] == b"---":
-        b = _frontmatter_bounds(data)
+        b = P._frontmatter_bounds(data)
         if b is not None and b[0] >= 0:
-            links = scan_links(data[b[2] :], 3 + data.count(b"\n", b[0], b[1]))
-    if links is None:
-        links = scan_links(data, 1)
-    return links.lines if len(links.lines) == n else None
+            start, first = b[2], 3 + data.count(b"\n", b[0], b[1])
+    body = data[start:] if start else data
+    if b"`" not in body and not (b"~" in body and b"~~~" in body):
+        d = body.replace(b"![[", b"!\0[") if b"!" in body and b"![[" in body else body
+        pat = P._LINK_TEXT if b"\\" in d else P._LINK_HEAD
+        get = P._NORMALIZED.get
+        count = d.count
+        found: list[str] = []
+        lines = array("i")
+        line, last = first, 0
+        for m in pat.finditer(d):
+            raw = m[1]
+            t = get(raw)
+            if t is None:
+                t = P._normalize_raw(raw)
+            if t:
+                s = m.start()
+                line += count(b"\n", last, s)
+                last = s
+                found.append(t)
+                lines.append(line)
+        if tuple(found) == targets:
+            return lines
+    links = P.scan_links(body, first)
+    return links.lines if links.targets == targets else None
 
 
 def sure_names(ids: list[str]) -> set[str]:
