@@ -28,9 +28,6 @@ import heapq
 import os
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from .errors import NotFoundError, UsageError
 from .lint_rules import (
@@ -48,19 +45,26 @@ from .lint_rules import (
 )
 from .schema import Schema, load_schema
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (typing and dataclasses cost the command start-up time)
+    from typing import Any
+
 _LINE_IN_MESSAGE = re.compile(r"line (\d+)")
 STRUCTURAL_TARGETS = frozenset({"index", "log", "schema", "index.json"})
 
 
-@dataclass
 class LintReport:
-    wiki: str
-    findings: list[Finding]
-    pages: int
-    enabled: frozenset[str]
-    stores_checked: bool = False
-    sections: int = 0
-    extra: dict[str, Any] = field(default_factory=dict)
+    """The result of :func:`lint_wiki`."""
+
+    def __init__(self, wiki: str, findings: list[Finding], pages: int, enabled: frozenset[str],
+                 stores_checked: bool = False, sections: int = 0, extra: dict[str, Any] | None = None):
+        self.wiki = wiki
+        self.findings = findings
+        self.pages = pages
+        self.enabled = enabled
+        self.stores_checked = stores_checked
+        self.sections = sections
+        self.extra: dict[str, Any] = {} if extra is None else extra
 
     def counts(self) -> dict[str, int]:
         c = dict.fromkeys(SEVERITIES, 0)
@@ -149,7 +153,8 @@ def _schema_line(schema: Schema, key: str) -> int | None:
     if not schema.path:
         return None
     try:
-        text = Path(schema.path).read_text(encoding="utf-8", errors="replace")
+        with open(schema.path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
     except OSError:
         return None
     m = re.search(rf"^\s*{re.escape(key)}\s*:", text, re.M)
@@ -556,9 +561,6 @@ def _read(path: str) -> str | None:
 def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozenset[str]) -> list[Finding]:
     """Sections found by the scan vs ``index.md`` / ``index.json`` (parsed by
     :mod:`episteme.wikiindex`, so lint agrees with the writer on both formats)."""
-    from .errors import EpistemeError
-    from .wikiindex import INDEX_JSON, INDEX_MD, IndexEntry, parse_index_json, parse_index_md
-
     out: list[Finding] = []
     expected: dict[str, tuple[str, SectionInfo]] = {}
     for pid, s in sections:
@@ -569,10 +571,12 @@ def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozen
                                    f"{s.id} is also used on {prev[0]} line {prev[1].line}", section=s.id))
             continue
         expected[s.id] = (pid, s)
-    md_text = _read(os.path.join(root, INDEX_MD))
-    json_text = _read(os.path.join(root, INDEX_JSON))
+    md_text = _read(os.path.join(root, "index.md"))
+    json_text = _read(os.path.join(root, "index.json"))
     if not expected and md_text is None and json_text is None:
         return out  # not an episteme wiki (or an empty one): nothing to compare
+    from .errors import EpistemeError
+    from .wikiindex import INDEX_JSON, INDEX_MD, IndexEntry, parse_index_json, parse_index_md
     from .wikiwrite import pending_write
 
     pending = pending_write(root)
@@ -631,11 +635,11 @@ def _first_line_number(message: str) -> int | None:
 
 
 def _log_findings(root: str) -> list[Finding]:
-    from .wikiindex import LOG_MD, parse_log
-
-    text = _read(os.path.join(root, LOG_MD))
+    text = _read(os.path.join(root, "log.md"))
     if text is None:
         return []
+    from .wikiindex import LOG_MD, parse_log
+
     _, problems = parse_log(text)
     out = []
     for p in problems:

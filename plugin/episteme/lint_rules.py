@@ -14,19 +14,20 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from collections import namedtuple
 
-from .pages import Page, parse_page
+from .pages import Page, Record, parse_page
 from .schema import TIERS
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only: typing and dataclasses cost the command start-up time
+    from typing import Any
 
 SEVERITIES = ("error", "warning", "info")
 
 
-class Rule(NamedTuple):
-    severity: str
-    summary: str
-    fix: str | None = None  # what ``--fix`` does about it, when it does anything
+Rule = namedtuple("Rule", ["severity", "summary", "fix"], defaults=[None])
+Rule.__doc__ = "A rule's default severity, one-line summary and what ``--fix`` does about it (or ``None``)."
 
 
 #: Every rule id with its default severity.  Ids are stable: CI configs and SCHEMA.md name them.
@@ -84,18 +85,21 @@ TIER_VALUES = ("pin", *TIERS)
 DEFAULT_DATE_FIELDS = ("created", "updated", "ingested_at", "published_at")
 
 
-@dataclass(slots=True)
-class Finding:
+class Finding(Record):
     """One problem.  ``file`` is relative to the wiki root (POSIX); ``line`` is 1-based, or
     ``None`` for files without lines (a PDF, a database).  ``data`` carries rule-specific
     details (a suggestion, what a fix would write)."""
 
-    rule: str
-    severity: str
-    file: str
-    line: int | None
-    message: str
-    data: dict[str, Any] | None = None
+    __slots__ = ("rule", "severity", "file", "line", "message", "data")
+
+    def __init__(self, rule: str, severity: str, file: str, line: int | None, message: str,
+                 data: dict[str, Any] | None = None):
+        self.rule = rule
+        self.severity = severity
+        self.file = file
+        self.line = line
+        self.message = message
+        self.data = data
 
     @property
     def fixable(self) -> bool:
@@ -177,31 +181,39 @@ def _readable_date(value: Any) -> bool:
 # ------------------------------------------------------------------------ per-page context
 
 
-@dataclass
-class PageRules:
-    """What the per-page checks need to know (picklable: it travels to scan workers)."""
+class PageRules(Record):
+    """What the per-page checks need to know."""
 
-    enabled: frozenset[str]
-    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
-    has_fields: bool = False
-    date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS
-    key_lines: tuple[str, ...] = ("title",)  # keys whose line the cross-page rules may cite
+    __slots__ = ("enabled", "fields", "has_fields", "date_fields", "key_lines")
 
-
-@dataclass(slots=True)
-class SectionInfo:
-    id: str
-    line: int
-    description: str
-    sources: list[str]
+    def __init__(self, enabled: frozenset[str], fields: dict[str, dict[str, Any]] | None = None,
+                 has_fields: bool = False, date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS,
+                 key_lines: tuple[str, ...] = ("title",)):  # keys whose line the cross-page rules may cite
+        self.enabled = enabled
+        self.fields = {} if fields is None else fields
+        self.has_fields = has_fields
+        self.date_fields = date_fields
+        self.key_lines = key_lines
 
 
-@dataclass(slots=True)
-class PageResult:
-    page: Page
-    sections: list[SectionInfo]
-    findings: list[Finding]
-    key_lines: dict[str, int]
+class SectionInfo(Record):
+    __slots__ = ("id", "line", "description", "sources")
+
+    def __init__(self, id: str, line: int, description: str, sources: list[str]):  # noqa: A002
+        self.id = id
+        self.line = line
+        self.description = description
+        self.sources = sources
+
+
+class PageResult(Record):
+    __slots__ = ("page", "sections", "findings", "key_lines")
+
+    def __init__(self, page: Page, sections: list[SectionInfo], findings: list[Finding], key_lines: dict[str, int]):
+        self.page = page
+        self.sections = sections
+        self.findings = findings
+        self.key_lines = key_lines
 
 
 _KEY_RE = re.compile(rb"^([^\s#:'\"\-][^:\n]*?)[ \t]*:(?:[ \t]|$)", re.M)

@@ -14,18 +14,24 @@ import datetime as _dt
 import os
 import sys
 import time
-from typing import Any
 
 from ..cliutil import ArgumentParser, print_json, run_main
 from ..errors import UsageError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # annotations only (typing costs start-up time)
+    from typing import Any
 
 FORMATS = ("text", "json", "github")
 _GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def build_parser() -> ArgumentParser:
+    from .graph import _HelpFormatter  # asks for the terminal width only when help is printed
+
     p = ArgumentParser(
         prog="wiki_lint.py",
+        formatter_class=_HelpFormatter,
         description="Check the wiki's links, frontmatter, sections, indexes and log (and with --stores "
         "its SQLite/Chroma stores). Exit 0 = no errors, 1 = errors, 2 = usage error.",
     )
