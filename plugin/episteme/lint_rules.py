@@ -517,15 +517,12 @@ def sure_names(ids: list[str]) -> set[str]:
     to a single page whatever the titles and aliases say, so it is never dangling and never
     ambiguous... unless two *titles* match it, which the caller finds out after the scan and
     then re-reads that page for its lines."""
-    seen: dict[str, str] = {}
-    dup: set[str] = set()
-    for pid in ids:
-        low = pid[:-3].lower() if pid.endswith(".md") else pid.lower()
-        stem = low[low.rfind("/") + 1 :]
-        for k in (low, stem) if stem != low else (low,):
-            if seen.setdefault(k, pid) != pid:
-                dup.add(k)
-    return set(seen).difference(dup)
+    from collections import Counter
+
+    lows = [pid[:-3].lower() if pid.endswith(".md") else pid.lower() for pid in ids]
+    counts = Counter(lows)
+    counts.update([low[low.rfind("/") + 1 :] for low in lows if "/" in low])  # (a root page's stem is its path)
+    return {k for k, v in counts.items() if v == 1}
 
 
 def _fm_suspect(props: dict[str, Any], date_fields: tuple[str, ...]) -> bool:
