@@ -100,3 +100,13 @@ def test_script_reexecs_into_the_episteme_venv(bare_python: Path, tmp_path: Path
     )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["pages"] == 0
+
+
+def test_usage_names_what_the_user_typed(tmp_path: Path) -> None:
+    """`episteme graph` errors say `episteme graph`; the skill's script says its own name."""
+    episteme = Path(sys.prefix) / "bin" / "episteme"
+    via_cli = subprocess.run([str(episteme), "graph", "--mode", "nope"], capture_output=True, text=True, timeout=60)
+    via_script = subprocess.run([sys.executable, str(SCRIPTS / "wiki_lint.py"), "--format", "nope"],
+                                capture_output=True, text=True, timeout=60)
+    assert via_cli.returncode == 2 and "episteme graph" in via_cli.stderr
+    assert via_script.returncode == 2 and "wiki_lint.py" in via_script.stderr

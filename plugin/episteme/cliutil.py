@@ -35,6 +35,14 @@ def print_json(data: Any, stream=None) -> None:
     stream.flush()
 
 
+def prog_name(command: str, script: str) -> str:
+    """``episteme <command>`` when run through the console command, else the script's name, so
+    usage lines and errors name what the user actually typed."""
+    import os
+
+    return f"episteme {command}" if os.path.basename(sys.argv[0]) == "episteme" else script
+
+
 class ArgumentParser(argparse.ArgumentParser):
     """argparse that raises a usage error (exit 2) instead of printing usage and exiting, so the
     error goes through the same one-line / JSON reporting as every other failure."""

@@ -11,7 +11,7 @@ import datetime as _dt
 import os
 import sys
 
-from ..cliutil import ArgumentParser, print_json, run_main
+from ..cliutil import ArgumentParser, print_json, prog_name, run_main
 from ..errors import UsageError
 
 MODES = ("stats", "neighbors", "shortest-path", "hubs", "orphans", "cluster", "query")
@@ -50,7 +50,7 @@ class _HelpFormatter(argparse.HelpFormatter):
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
-        prog="graph_query.py",
+        prog=prog_name("graph", "graph_query.py"),
         formatter_class=_HelpFormatter,
         description="Structural queries over the wiki's [[link]] graph (JSON on stdout).",
     )

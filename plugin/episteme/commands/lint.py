@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from ..cliutil import ArgumentParser, print_json, run_main
+from ..cliutil import ArgumentParser, print_json, prog_name, run_main
 from ..errors import UsageError
 
 TYPE_CHECKING = False
@@ -30,7 +30,7 @@ def build_parser() -> ArgumentParser:
     from .graph import _HelpFormatter  # asks for the terminal width only when help is printed
 
     p = ArgumentParser(
-        prog="wiki_lint.py",
+        prog=prog_name("lint", "wiki_lint.py"),
         formatter_class=_HelpFormatter,
         description="Check the wiki's links, frontmatter, sections, indexes and log (and with --stores "
         "its SQLite/Chroma stores). Exit 0 = no errors, 1 = errors, 2 = usage error.",
