@@ -91,6 +91,7 @@ def test_upload_shows_progress_sections_and_pages_then_follow_links(site, page, 
     assert page.url.split("#", 1)[1].startswith("/wiki/")
     assert page.inner_text("#page .crumbs") == dest or dest in page.url
     # the neighborhood graph is drawn around the new page, and its nodes open pages
+    # (never the previous page's graph: the panel is cleared on navigation and late answers dropped)
     page.wait_for_selector("[data-testid=graph-svg] .g-node.d0")
     seed = page.get_attribute("[data-testid=graph-svg] .g-node.d0", "data-page")
     assert seed == page.inner_text("#page .crumbs")
@@ -100,6 +101,36 @@ def test_upload_shows_progress_sections_and_pages_then_follow_links(site, page, 
     other_id = other.get_attribute("data-page")
     other.click()
     page.wait_for_function(f"document.querySelector('#page .crumbs')?.textContent === {other_id!r}")
+
+
+def test_quick_clicks_end_on_the_last_page_and_its_graph(site, page):
+    """Two navigations in a row: whichever answer comes back last, the page shown, its crumbs and
+    the graph's centre are all the second page (no stale graph beside a fresh page)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(site.url + "/wiki") as r:
+        names = [p["page"] for p in json.load(r)["pages"]]
+    assert len(names) >= 3
+    first, last = names[1], names[2]
+    # make every answer about the first page slow, so it arrives after the second page's
+    # (the page API spells the name with '/', the graph API with '%2F')
+    page.add_init_script(f"""
+        const realFetch = window.fetch, name = encodeURIComponent({first!r});
+        const slow = (u) => u.includes(name) || u.includes(name.split('%2F').join('/'));
+        window.fetch = (u, o) => slow(String(u))
+            ? new Promise((ok) => setTimeout(ok, 700)).then(() => realFetch(u, o)) : realFetch(u, o);""")
+    page.goto(site.url + "/#/wiki/" + names[0])
+    page.wait_for_selector("[data-testid=graph-svg] .g-node.d0")
+    page.evaluate(f"location.hash = '#/wiki/' + encodeURIComponent({first!r}); "
+                  f"setTimeout(() => {{ location.hash = '#/wiki/' + encodeURIComponent({last!r}); }}, 0)")
+    page.wait_for_function(f"document.querySelector('#page .crumbs')?.textContent === {last!r}")
+    page.wait_for_function(
+        f"document.querySelector('[data-testid=graph-svg] .g-node.d0')?.getAttribute('data-page') === {last!r}")
+    page.wait_for_timeout(1200)  # the first page's slow answers have landed by now
+    assert page.inner_text("#page .crumbs") == last
+    centres = page.query_selector_all("[data-testid=graph-svg] .g-node.d0")
+    assert [c.get_attribute("data-page") for c in centres] == [last]
 
 
 def test_bad_upload_shows_the_servers_message(site, page, tmp_path):

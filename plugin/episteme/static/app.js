@@ -330,11 +330,18 @@
   }
   $("#page-filter").addEventListener("input", renderPageList);
 
+  // Each navigation takes a ticket; a response that arrives after a newer navigation is dropped,
+  // so quick clicks never leave one page's text beside another page's graph.
+  let navTicket = 0;
+  let graphTicket = 0;
+
   async function showWiki(page) {
     if (!state.pages.length) {
       try { await loadPages(); } catch (e) { $("#page").innerHTML = '<div class="error">' + esc(e.message) + "</div>"; return; }
     }
     if (!page) {
+      navTicket++;
+      graphTicket++;
       state.page = null;
       renderPageList();
       showOverview();
@@ -343,10 +350,16 @@
     const art = $("#page");
     $(".graph-panel").hidden = false;
     art.innerHTML = '<p class="muted">Loading…</p>';
+    // the old page's graph and backlinks must not stay on screen beside the new page
+    $("#graph").textContent = "";
+    $("#backlinks").textContent = "";
+    graphTicket++;
+    const ticket = ++navTicket;
     let p;
     try {
       p = await api("/wiki/" + page.split("/").map(encodeURIComponent).join("/"));
     } catch (e) {
+      if (ticket !== navTicket) return;
       const near = e.body && e.body.details && e.body.details.nearest;
       art.innerHTML = '<div class="error">' + esc(e.message) + "</div>" +
         (near && near.length ? '<p>Did you mean: ' + near.map((n) => '<a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(n)) + '">' + esc(n) + "</a>").join(", ") + "</p>" : "");
@@ -354,6 +367,8 @@
       $("#backlinks").textContent = "";
       return;
     }
+    // a later click won the race: its page is (or will be) shown, not this one
+    if (ticket !== navTicket) return;
     state.page = p.page;
     renderPageList();
     const links = {};
@@ -409,10 +424,13 @@
   async function drawGraph(page) {
     const box = $("#graph");
     const depth = $("#graph-depth").value;
+    const ticket = ++graphTicket;
     try {
       const r = await api("/graph?mode=neighbors&depth=" + encodeURIComponent(depth) + "&seed=" + encodeURIComponent(page));
+      if (ticket !== graphTicket || page !== state.page) return;
       window.GraphView.draw(box, r, (id) => { location.hash = "#/wiki/" + encodeURIComponent(id); });
     } catch (e) {
+      if (ticket !== graphTicket) return;
       box.innerHTML = '<p class="muted small">' + esc(e.message) + "</p>";
     }
   }
