@@ -245,6 +245,43 @@ def test_fork_map_meanwhile_runs_before_the_children_are_read_and_errors_leave_n
         os.waitpid(-1, os.WNOHANG)
 
 
+def test_followup_children_answer_after_their_part_and_failures_are_none():
+    prepared = []
+
+    def request(parts, results):
+        return {"parts": len(parts), "first": results[0]}
+
+    def serve(req, index, part, result):
+        if part == ["boom"]:
+            raise RuntimeError("child failure")
+        return (index, req["parts"], req["first"], part, [x for x, _ in result], prepared, os.getpid())
+
+    fu = pages.Followup(request, serve, prepare=lambda index, part, result: prepared.append(index))
+    parts = [["a"], ["b", "c"], ["boom"], ["d"]]
+    got = pages.fork_map(_ids_and_pid, "root", parts, followup=fu)
+    assert [[i for i, _ in part] for part in got] == parts  # the results come first, as ever
+    answers = fu.answers()
+    assert [a and a[:5] for a in answers] == [
+        (1, 4, [("a", os.getpid())], ["b", "c"], ["b", "c"]), None, (3, 4, [("a", os.getpid())], ["d"], ["d"])]
+    assert answers[0][5] == [1] and answers[2][5] == [3]  # prepare ran in each child, before serve
+    assert prepared == [] and answers[0][6] != os.getpid()
+    assert fu.answers() == []  # collected once
+    with pytest.raises(ChildProcessError):  # every child was reaped
+        os.waitpid(-1, os.WNOHANG)
+
+
+def test_followup_close_ends_children_never_asked():
+    import time
+
+    fu = pages.Followup(lambda parts, results: None, lambda req, i, part, result: time.sleep(60))
+    pages.fork_map(_ids_and_pid, "root", [["a"], ["b"]], followup=fu)
+    t = time.monotonic()
+    fu.close()  # killed, not waited for a minute
+    assert time.monotonic() - t < 5
+    with pytest.raises(ChildProcessError):
+        os.waitpid(-1, os.WNOHANG)
+
+
 def test_no_fork_while_other_threads_run(synthetic: Path):
     stop = threading.Event()
     t = threading.Thread(target=stop.wait)

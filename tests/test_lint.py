@@ -60,11 +60,47 @@ def test_every_rule_fires_exactly_once_at_its_file_and_line(broken):
     assert by_rule["link-ambiguous"][0].data["candidates"] == ["notes/twin.md", "other/twin.md"]
 
 
-def test_two_processes_find_the_same(broken):
+def test_two_processes_find_the_same(broken, monkeypatch):
+    from episteme import lint as L
+
     root, _ = broken
     one = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=1).findings]
+    answered: list[dict] = []
+    collect = L._SuggestAhead.collect
+    monkeypatch.setattr(L._SuggestAhead, "collect", lambda self: answered.append(collect(self)) or answered[-1])
     two = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=2).findings]
     assert one == two
+    # the second process found the suggestion (and only for the target that dangles)
+    assert answered == [{"alpah": "alpha.md"}]
+
+
+def test_suggestions_from_the_second_process_match_one_process(tmp_path: Path, monkeypatch):
+    """A wiki with many dangling near-misses (typos, extra words, aliases of pages in either
+    half): the suggestions made in the second process equal one process's, and a failed
+    second process only means this one makes them."""
+    from episteme import lint as L
+
+    root = tmp_path / "w"
+    root.mkdir()
+    words = ["kernel", "attention", "sparse", "graph", "matrix", "spectral", "token", "encoder", "decoder", "vector"]
+    for i in range(60):
+        a, b = words[i % 10], words[(i * 3 + 1) % 10]
+        (root / f"{a}-{b}-{i}.md").write_text(
+            f"---\ntitle: {a.title()} {b.title()} {i}\naliases: [{a[:3]}{i}]\n---\n"
+            f"See [[{b.title()} {a.title()} {i}]], [[{a}-{b}-{(i + 1) % 60}]], [[{a[:3]}{(i + 7) % 60}]] and "
+            f"[[{a.title()} {b.title()} {i + 1}x]].\n", encoding="utf-8")
+    one = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=1).findings]
+    answered: list[dict] = []
+    collect = L._SuggestAhead.collect
+    monkeypatch.setattr(L._SuggestAhead, "collect", lambda self: answered.append(collect(self)) or answered[-1])
+    two = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=2).findings]
+    assert one == two
+    dangling = {f["target"].lower() for f in one if f["rule"] == "link-dangling"}
+    assert len(dangling) > 60 and sum(1 for f in one if f.get("suggestion")) > 60
+    assert set(answered[0]) == dangling  # every one answered there, aliases in the other half known
+
+    monkeypatch.setattr(L._SuggestAhead, "_serve", lambda self, *a: os._exit(3))
+    assert [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=2).findings] == one
 
 
 def test_clean_starter_wiki_has_no_findings():
@@ -161,6 +197,21 @@ def test_json_format(broken):
     assert f == {**f, "file": "date.md", "line": 5, "severity": "error", "fixable": True, "field": "created"}
     assert data["summary"]["rules"]["link-dangling"] == 1
     assert data["summary"]["errors"] == sum(1 for r in expected if RULES[r].severity == "error")
+    # one finding per line (greppable), the rest indented as usual
+    lines = proc.stdout.splitlines()
+    per_line = [json.loads(x.strip().rstrip(",")) for x in lines if x.startswith('    {"rule": ')]
+    assert per_line == data["findings"]
+    assert '  "summary": {' in lines and '    "errors": ' + str(data["summary"]["errors"]) + "," in lines
+
+
+def test_records_json_is_the_same_data_as_indented_json():
+    from episteme.cliutil import dumps_records
+
+    data = {"a": [{"x": 1, "y": "é\n"}, {"x": 2}], "b": {"c": [1, 2], "d": []}, "e": [], "f": [1, {"g": 1}], "h": None}
+    text = dumps_records(data)
+    assert json.loads(text) == data
+    assert '    {"x": 1, "y": "é\\n"},' in text.splitlines()
+    assert json.loads(dumps_records({})) == {}
 
 
 def test_github_format(broken, tmp_path: Path):

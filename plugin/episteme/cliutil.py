@@ -28,11 +28,31 @@ def json_default(obj: Any) -> Any:
     return str(obj)
 
 
-def print_json(data: Any, stream=None) -> None:
+def print_json(data: Any, stream=None, *, records: bool = False) -> None:
+    """``data`` as indented JSON.  ``records``: a top-level object whose lists of objects are
+    written one object per line (long reports: as readable and greppable, and ~5x faster,
+    since only unindented JSON is encoded in C)."""
     stream = stream or sys.stdout
-    stream.write(json.dumps(data, ensure_ascii=False, indent=2, default=json_default))
+    stream.write(dumps_records(data) if records and isinstance(data, dict) else
+                 json.dumps(data, ensure_ascii=False, indent=2, default=json_default))
     stream.write("\n")
     stream.flush()
+
+
+def dumps_records(data: dict[str, Any]) -> str:
+    """``json.dumps(data, indent=2)`` except that a top-level value that is a list of objects
+    has one compact object per line.  Same data, valid JSON."""
+    def dump(v: Any, indent: int | None = None) -> str:
+        return json.dumps(v, ensure_ascii=False, indent=indent, default=json_default)
+
+    parts = []
+    for key, value in data.items():
+        if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            body = "[\n    " + ",\n    ".join(map(dump, value)) + "\n  ]"
+        else:
+            body = dump(value, 2).replace("\n", "\n  ")
+        parts.append(f"  {dump(key)}: {body}")
+    return "{\n" + ",\n".join(parts) + "\n}" if parts else "{}"
 
 
 def prog_name(command: str, script: str) -> str:

@@ -206,25 +206,33 @@ def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintR
     if schema.tiers.enabled:
         key_lines += (schema.tiers.driving_field, "ingested_at", "updated")
     rules = PageRules(enabled, dict(schema.fields), bool(schema.fields), date_fields, key_lines)
-    g, rows = _scan_graph(root, rules, schema, today, jobs)
-    pages = g.pages
-    sug = _lines_and_suggestions(g, [r[4] for r in rows], enabled, jobs, [r[6] for r in rows])
-    findings: list[Finding] = []
-    sections: list[tuple[str, SectionInfo]] = []
-    for i, r in enumerate(rows):
-        extra = r[5]
-        if extra is not None:
-            pid = pages[i].id
-            sections.extend((pid, s) for s in extra[0])
-            findings.extend(extra[1])
-    del rows
-    if "schema-invalid" in enabled:
-        findings.extend(_schema_findings(schema))
-    findings.extend(_link_findings(g, enabled, sug))
-    findings.extend(_page_findings(g, enabled))
-    findings.extend(check_indexes(root, sections, enabled))
-    if "log-malformed" in enabled:
-        findings.extend(_log_findings(root))
+    ahead = _SuggestAhead() if "link-dangling" in enabled else None
+    try:
+        g, rows = _scan_graph(root, rules, schema, today, jobs, ahead)
+        pages = g.pages
+        sug = _line_numbers(g, [r[4] for r in rows], enabled, [r[6] for r in rows])
+        findings: list[Finding] = []
+        sections: list[tuple[str, SectionInfo]] = []
+        for i, r in enumerate(rows):
+            extra = r[5]
+            if extra is not None:
+                pid = pages[i].id
+                sections.extend((pid, s) for s in extra[0])
+                findings.extend(extra[1])
+        del rows
+        if "schema-invalid" in enabled:
+            findings.extend(_schema_findings(schema))
+        findings.extend(_page_findings(g, enabled))
+        findings.extend(check_indexes(root, sections, enabled))
+        if "log-malformed" in enabled:
+            findings.extend(_log_findings(root))
+        # last: the second process may still be finding the suggestions these need
+        if sug is not None and ahead is not None and ahead.used:
+            sug.take(ahead.collect())
+        findings.extend(_link_findings(g, enabled, {"suggester": sug}))
+    finally:
+        if ahead is not None:
+            ahead.close()
     report = LintReport(root, findings, len(pages), enabled, stores, len(sections))
     if stores:
         from .lint_stores import check_stores
@@ -235,11 +243,13 @@ def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintR
     return report
 
 
-def _scan_graph(root: str, rules: PageRules, schema: Schema, today: _dt.date | None, jobs: int | None) -> tuple[Any, list[tuple]]:
+def _scan_graph(root: str, rules: PageRules, schema: Schema, today: _dt.date | None, jobs: int | None,
+                ahead: _SuggestAhead | None = None) -> tuple[Any, list[tuple]]:
     """The link graph of a lean scan (no link line numbers: the graph re-reads only the pages
     with dangling or ambiguous links for those), with each page's per-page check results
     (``rows[i][5]``).  The same steps as the graph command's lean build: the first part's page
-    objects and names are made while the second process scans."""
+    objects and names are made while the second process scans.  ``ahead``: the suggestions'
+    follow-up for that process (see :class:`_SuggestAhead`)."""
     from .graph import STEPS, WikiGraph, _add_names
     from .pages import NO_LINKS, Page
 
@@ -248,10 +258,13 @@ def _scan_graph(root: str, rules: PageRules, schema: Schema, today: _dt.date | N
     keys: dict[str, dict[str, Any]] = {s: {} for s in STEPS}
 
     def page_objects(part: list[str], rows: list[tuple]) -> None:
+        if ahead is not None:
+            ahead.early(rows)
         pages.extend(Page(pid, prefix + pid, r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(part, rows, strict=True))
         _add_names(keys, pages, 0)
 
-    ids, rows = scan_lean(root, rules, jobs=jobs, meanwhile=page_objects)
+    followup = ahead.fu if ahead is not None else None
+    ids, rows = scan_lean(root, rules, jobs=jobs, meanwhile=page_objects, followup=followup)
     done = len(pages)
     pages.extend(
         Page(pid, prefix + pid, r[0], NO_LINKS, r[1], r[2], r[3]) for pid, r in zip(ids[done:], rows[done:], strict=True)
@@ -288,15 +301,46 @@ class _Suggester:
 
     _WORD = re.compile(r"[a-z0-9]+")
 
-    def __init__(self, g: Any):
-        self.names: dict[str, int] = {}
-        for i, p in enumerate(g.pages):
-            for name in (p.title, p.stem):
-                self.names.setdefault(name.lower(), i)
-        self.ids = g.ids
+    def __init__(self, names: dict[str, int] | None, ids: list[str], graph: Any = None):
+        """``names``: lowercased page name -> node (see :meth:`name_index`), or ``None`` to
+        make it from ``graph`` when first needed (every answer may come from elsewhere, see
+        :meth:`take`); ``ids``: page ids by node."""
+        self._names = names
+        self._graph = graph
+        self.ids = ids
         self._words: dict[str, list[str]] | None = None
         self._grams: dict[str, list[str]] | None = None
         self._cache: dict[str, str | None] = {}
+
+    @staticmethod
+    def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
+        """Each page's title and file stem, lowercased -> the first node (in id order) with
+        that name.  ``titles[i]``: the frontmatter title of ``ids[i]`` (``None``: no title, so
+        the stem stands for it, as :attr:`episteme.pages.Page.title` says)."""
+        names: dict[str, int] = {}
+        put = names.setdefault
+        for i, pid in enumerate(ids):
+            stem = pid[pid.rfind("/") + 1 :]
+            if stem.endswith(".md"):
+                stem = stem[:-3]
+            t = titles[i]
+            put((stem if t is None else t).lower(), i)
+            put(stem.lower(), i)
+        return names
+
+    @classmethod
+    def of_graph(cls, g: Any) -> _Suggester:
+        """A suggester over the pages of ``g`` (its name index made on first use)."""
+        return cls(None, g.ids, g)
+
+    @property
+    def names(self) -> dict[str, int]:
+        if self._names is None:
+            from .pages import frontmatter_title
+
+            g = self._graph
+            self._names = self.name_index(g.ids, [frontmatter_title(p.props) for p in g.pages])
+        return self._names
 
     @staticmethod
     def _trigrams(s: str) -> set[str]:
@@ -321,6 +365,10 @@ class _Suggester:
             for name in names:
                 counts[name] = get(name, 0.0) + w
         return counts
+
+    def take(self, found: dict[str, str | None]) -> None:
+        """Suggestions found elsewhere (the same names give the same answers)."""
+        self._cache.update(found)
 
     def word_index(self) -> dict[str, list[str]]:
         """Word -> the names containing it (made once, on first use)."""
@@ -358,7 +406,10 @@ class _Suggester:
         sm = difflib.SequenceMatcher(None)
         sm.set_seq2(key)  # difflib caches its analysis of the second sequence
         bounds = []
-        for name in heapq.nlargest(12, pool, key=lambda c: (counts[c], -abs(len(c) - n))):
+        # the dozen best by score, then by closeness in length, ties to the first in pool order
+        # (what nlargest with a key gives, decorated here without a Python call per name)
+        top = heapq.nlargest(12, [(counts[c], -abs(len(c) - n), -i, c) for i, c in enumerate(pool)])
+        for *_, name in top:
             sm.set_seq1(name)
             if sm.real_quick_ratio() > 0.6:  # (never above 0.6 otherwise: ratio <= these bounds)
                 bounds.append((-sm.quick_ratio(), name))
@@ -407,69 +458,149 @@ def _line_numbered(g: Any, ids: list[int], targets: list | None = None, lines: l
     deleted since the scan has nothing to point at)."""
     g._dangling, g._ambiguities, g.dangling_sources = [], [], []
     by_text: dict[str, Any] = {}
+    amb = g._ambiguities
     for i in ids:
         known = lines[i] if lines is not None else None
         if known is not None:
-            pairs: Any = zip(targets[i], known, strict=True)  # type: ignore[index]
-        else:
-            try:
-                pairs = _link_pairs(g.root, g.ids[i])
-            except OSError:
+            n_amb, n_d, n_count = len(amb), len(g._dangling), g.ambiguity_count
+            g._resolve_links(i, zip(targets[i], known, strict=True), by_text, True)  # type: ignore[index]
+            if not any(a.line == 0 for a in amb[n_amb:]):
                 continue
+            # a link the scan left uncounted (a unique path or stem) is ambiguous after all,
+            # by a title tie: undo this page and count its lines in full
+            del amb[n_amb:], g._dangling[n_d:], g.dangling_sources[n_d:]
+            g.ambiguity_count = n_count
+        try:
+            pairs = _link_pairs(g.root, g.ids[i])
+        except OSError:
+            continue
         g._resolve_links(i, pairs, by_text, True)
     return g._dangling, g._ambiguities
 
 
-def _lines_and_suggestions(g: Any, targets: list[tuple[str, ...]], on: frozenset[str], jobs: int | None,
-                           lines: list | None = None) -> dict:
-    """Give the lean graph its line-numbered :attr:`dangling` / :attr:`ambiguities` (re-reading
-    only the pages that have such links) and return the closest-page suggestion of every
-    distinct dangling target.  Both are independent, so on a big wiki a forked process finds
-    the suggestions while this one re-reads the pages."""
-    from .pages import _can_fork, default_jobs, fork_map
-
+def _line_numbers(g: Any, targets: list[tuple[str, ...]], on: frozenset[str], lines: list | None = None) -> Any:
+    """Give the lean graph its line-numbered :attr:`dangling` / :attr:`ambiguities` (from the
+    lines the scan counted, re-reading only pages it did not expect to need them) and return
+    the suggester for the dangling targets (``None`` when nothing needs one)."""
     if not on & {"link-dangling", "link-structural", "link-ambiguous"}:
-        return {}  # nothing needs the lines (made on first use if anything asks)
-    reread = g._reread
+        return None  # nothing needs the lines (made on first use if anything asks)
     count = g.ambiguity_count
-    keys: list[str] = []
-    if "link-dangling" in on and reread:
-        texts = set().union(*(targets[i] for i in reread))
-        low = {t.lower().strip() for t in texts if not g._lookup(t.lower())[1] and not _is_structural(t)}
-        keys = sorted(low)
-    sug = _Suggester(g) if keys else None
-
-    def work(_root: str, part: tuple[bool, list[str]]) -> dict[str, str | None]:
-        if part[0]:
-            _line_numbered(g, reread, targets, lines)
-        return {k: sug.suggest(k) for k in part[1]}  # type: ignore[union-attr]
-
-    n_jobs = default_jobs(len(g.ids)) if jobs is None else jobs
-    if len(keys) >= 100 and n_jobs > 1 and _can_fork():
-        # half of the suggestions in a forked process, the other half and the lines here
-        sug.word_index()  # made once, before the fork, for both  # type: ignore[union-attr]
-        for found in fork_map(work, g.root, [(True, keys[::2]), (False, keys[1::2])]):  # type: ignore[arg-type]
-            sug._cache.update(found)  # type: ignore[union-attr]
-        if g._dangling is None:  # (the first part runs here, but be sure)
-            _line_numbered(g, reread, targets, lines)
-    else:
-        _line_numbered(g, reread, targets, lines)
+    _line_numbered(g, g._reread, targets, lines)
     g.ambiguity_count = count  # counted at the scan; the re-read only adds lines
-    return {"suggester": sug}
+    if "link-dangling" not in on or not g._dangling:
+        return None
+    return _Suggester.of_graph(g)
+
+
+def _part_names(rows: list[tuple], safe: set[str] | None) -> tuple[list[str | None], set[str], set[str]]:
+    """What the suggestions need to know of a scan part: its pages' frontmatter titles (by
+    page), their aliases, and the part's link targets that are not sure to resolve (not in
+    ``safe``); aliases and targets lowercased."""
+    from .graph import _aliases_of
+    from .pages import frontmatter_title
+
+    titles = [frontmatter_title(r[0]) if r[0] else None for r in rows]
+    aliases = {a.strip().lower() for r in rows if "aliases" in r[0] for a in _aliases_of(r[0])}
+    texts: set[str] = set()
+    for r in rows:
+        texts.update(r[4])
+    low = {t.lower().strip() for t in texts}
+    return titles, aliases, (low - safe if safe is not None else low)
+
+
+class _SuggestAhead:
+    """The closest-page suggestions, found by the scan's second process while this one builds
+    the graph, counts link lines and runs the other checks (the suggestions are the costliest
+    part after the scan: ~0.1 s of difflib on a 10k-page wiki with 400 distinct dangling
+    targets).
+
+    Once every part is read, this process sends the child the titles and unresolved targets of
+    the other parts; the child adds its own, builds the same name index this process would,
+    and suggests a page for every target no page name matches.  That set may be a little wider
+    than the dangling targets (an alias of another part's page is not known there) and never
+    narrower on purpose; any dangling target the child did not answer (or all of them, if it
+    failed) is suggested here, the same way, so the findings never depend on the split."""
+
+    def __init__(self) -> None:
+        from .pages import Followup
+
+        self.fu = Followup(self._request, self._serve, self._prepare)
+        self._first: tuple | None = None  # this process: its own part's names, made early
+        self._own: tuple | None = None  # the child: its part's names and what it can make alone
+
+    def early(self, rows: list[tuple]) -> None:
+        """This process's part is scanned: note its names now, while the child may still be
+        sending its rows (so the request is ready the moment they are in)."""
+        if self.fu.used:
+            self._first = _part_names(rows, self.fu.context.get("safe"))
+
+    def _prepare(self, index: int, part: list[str], rows: list[tuple]) -> None:
+        """Child, while this process reads its rows: its own names and every page path."""
+        ids: list[str] = self.fu.context["ids"]
+        known = {pid[:-3].lower() if pid.endswith(".md") else pid.lower() for pid in ids}
+        self._own = (_part_names(rows, self.fu.context.get("safe")), known)
+
+    @property
+    def used(self) -> bool:
+        return self.fu.used
+
+    def _request(self, parts: list[list[str]], results: list[list[tuple]]) -> Any:
+        safe = self.fu.context.get("safe")
+        titles: list[str | None] = []
+        aliases: set[str] = set()
+        texts: set[str] = set()
+        for k, rows in enumerate(results[:-1]):  # (the last part is the child's own)
+            t, a, x = self._first if k == 0 and self._first is not None else _part_names(rows, safe)
+            titles.extend(t)
+            aliases |= a
+            texts |= x
+        return len(parts), titles, aliases, texts
+
+    def _serve(self, request: Any, index: int, part: list[str], rows: list[tuple]) -> Any:
+        n_parts, titles, aliases, texts = request
+        if index != n_parts - 1:
+            return None  # only the last part's process knows every part
+        ids: list[str] = self.fu.context["ids"]
+        if self._own is None:
+            self._prepare(index, part, rows)
+        (own_titles, own_aliases, own_texts), known = self._own  # type: ignore[misc]
+        names = _Suggester.name_index(ids, titles + own_titles)
+        known |= aliases
+        known |= own_aliases
+        sug = _Suggester(names, ids)
+        out: dict[str, str | None] = {}
+        for k in sorted(texts | own_texts):
+            key = k[2:] if k.startswith("./") else k
+            key = key.lstrip("/") if "/" in key else key
+            if k in names or k in known or key in names or key in known or _is_structural(k):
+                continue  # a page's title, stem, path or alias (or not a page link at all)
+            out[k] = sug.suggest(k)
+        return out
+
+    def collect(self) -> dict[str, str | None]:
+        """The child's suggestions (empty when it failed)."""
+        answers = self.fu.answers()
+        got = answers[-1] if answers else None
+        return got if isinstance(got, dict) else {}
+
+    def close(self) -> None:
+        self.fu.close()
 
 
 def _link_findings(g: Any, on: frozenset[str], prepared: dict | None = None) -> list[Finding]:
+    """Dangling (with the closest page), structural and ambiguous links.  ``prepared``:
+    ``{"suggester": ...}`` made by :func:`_line_numbers` (with what the second process found)."""
     out: list[Finding] = []
     if on & {"link-dangling", "link-structural"}:
-        sug = None
-        if "link-dangling" in on:
-            sug = (prepared or {}).get("suggester") or _Suggester(g)
+        sug = (prepared or {}).get("suggester")
         for d in g.dangling:
             if _is_structural(d.target):
                 if "link-structural" in on:
                     out.append(finding("link-structural", d.source, d.line,
                                        f"[[{d.target}]] points at a structural file, not a page", target=d.target))
-            elif sug is not None:
+            elif "link-dangling" in on:
+                if sug is None:
+                    sug = _Suggester.of_graph(g)
                 near = sug.suggest(d.target)
                 hint = f"; closest page: {near}" if near else ""
                 out.append(finding("link-dangling", d.source, d.line, f"[[{d.target}]] matches no page{hint}",

@@ -14,9 +14,23 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
+from array import array
 from collections import namedtuple
 
-from .pages import Page, Record, parse_page
+from .pages import (
+    _LINK_HEAD,
+    _LINK_TEXT,
+    _NORMALIZED,
+    NO_LINKS,
+    Page,
+    Record,
+    _frontmatter_bounds,
+    _normalize_raw,
+    lean_page,
+    parse_page,
+    read_bytes,
+    scan_links,
+)
 from .schema import TIERS
 
 TYPE_CHECKING = False
@@ -444,8 +458,6 @@ def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool, safe: set[s
     when it has neither (most pages), plus the line numbers of its links (an ``array``, same
     order as the targets) when a target is not in ``safe`` (see :func:`scan_lean`), else
     ``None``.  Lines are counted only where something may be reported."""
-    from .pages import NO_LINKS, lean_page, read_bytes
-
     try:
         data = read_bytes(f"{root}/{page_id}")
     except OSError as e:
@@ -465,50 +477,62 @@ def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool, safe: set[s
     lines = None
     targets = row[4]
     if safe is not None and targets and not safe.issuperset(map(str.lower, targets)):
-        lines = _link_lines(data, targets)
+        lines = _link_lines(data, targets, safe)
     return (*row, (sections, findings) if sections or findings else None, lines)
 
 
-def _link_lines(data: bytes, targets: tuple[str, ...]) -> Any:
+def _link_lines(data: bytes, targets: tuple[str, ...], safe: set[str] | frozenset[str] = frozenset()) -> Any:
     """Line numbers of a page's links (``data`` without a BOM), as
-    :func:`episteme.pages.parse_page` counts them, or ``None``.
+    :func:`episteme.pages.parse_page` counts them (an ``array``, in the order of ``targets``),
+    or ``None``.  A link whose target is in ``safe`` (see :func:`sure_names`) gets line 0:
+    it cannot dangle, and is ambiguous only on a title tie, when the caller re-reads the page.
 
     A body without code is matched the way :func:`episteme.pages.link_targets` matched it a
-    moment ago (its normalized texts are still in the scan's cache), so only a line count per
-    link is added; the sequence found must equal ``targets``, else the full
-    :func:`episteme.pages.scan_links` decides."""
-    from array import array
-
-    from . import pages as P
-
+    moment ago (its normalized texts are still in the scan's cache), and only the links to
+    count are looked up again (``find`` of their text, checked by a match there), so a page
+    costs one ``findall`` plus a little per such link; the targets found must equal
+    ``targets``, else the full :func:`episteme.pages.scan_links` decides (every line)."""
     start, first = 0, 1
     if data[:3] == b"---":
-        b = P._frontmatter_bounds(data)
+        b = _frontmatter_bounds(data)
         if b is not None and b[0] >= 0:
             start, first = b[2], 3 + data.count(b"\n", b[0], b[1])
     body = data[start:] if start else data
     if b"`" not in body and not (b"~" in body and b"~~~" in body):
         d = body.replace(b"![[", b"!\0[") if b"!" in body and b"![[" in body else body
-        pat = P._LINK_TEXT if b"\\" in d else P._LINK_HEAD
-        get = P._NORMALIZED.get
-        count = d.count
-        found: list[str] = []
-        lines = array("i")
-        line, last = first, 0
-        for m in pat.finditer(d):
-            raw = m[1]
+        pat = _LINK_TEXT if b"\\" in d else _LINK_HEAD
+        get = _NORMALIZED.get
+        find, count, match = d.find, d.count, pat.match
+        n = len(targets)
+        lines = array("i", bytes(4 * n))
+        k, pos, line, last = 0, 0, first, 0
+        for raw in pat.findall(d):
             t = get(raw)
             if t is None:
-                t = P._normalize_raw(raw)
-            if t:
-                s = m.start()
-                line += count(b"\n", last, s)
-                last = s
-                found.append(t)
-                lines.append(line)
-        if tuple(found) == targets:
-            return lines
-    links = P.scan_links(body, first)
+                t = _normalize_raw(raw)
+            if not t:
+                continue
+            if k == n or t != targets[k]:
+                break
+            if t.lower() not in safe:
+                needle = b"[[" + raw
+                at = find(needle, pos)
+                while at >= 0:
+                    m = match(d, at)
+                    if m is not None and m[1] == raw:
+                        break
+                    at = find(needle, at + 1)
+                if at < 0:
+                    break
+                line += count(b"\n", last, at)
+                last = at
+                pos = m.end()  # type: ignore[union-attr]
+                lines[k] = line
+            k += 1
+        else:
+            if k == n:
+                return lines
+    links = scan_links(body, first)
     return links.lines if links.targets == targets else None
 
 
@@ -554,11 +578,15 @@ def page_key_line(root: str, page_id: str, key: str) -> int:
     return 1 if line is None else line
 
 
-def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile: Any = None) -> tuple[list[str], list[tuple]]:
+def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile: Any = None,
+              followup: Any = None) -> tuple[list[str], list[tuple]]:
     """``(ids, rows)``: every page read once, with the per-page checks run while its bytes are
     in hand (see :func:`lean_row`); sorted by id.  The same files and process split as
     :func:`episteme.pages.scan_wiki_lean` (a forked second process on big wikis);
-    ``meanwhile(first_ids, first_rows)`` as there."""
+    ``meanwhile(first_ids, first_rows)`` as there.  ``followup``: a
+    :class:`episteme.pages.Followup` for the second process, used only when one runs
+    (``followup.used`` says so); its ``context`` gets ``ids`` and ``safe`` (the
+    :func:`sure_names`) before the fork."""
     from . import pages as _pages
 
     ids = _pages.iter_page_files(root)
@@ -573,7 +601,10 @@ def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile
     try:
         if jobs <= 1 or len(ids) < 2 or not _pages._can_fork():
             return ids, work(root, ids)
-        parts = _pages.fork_map(work, root, _pages._split(ids, jobs), meanwhile=meanwhile)
+        if followup is not None:
+            followup.context.update(ids=ids, safe=safe)
+            followup.used = True
+        parts = _pages.fork_map(work, root, _pages._split(ids, jobs), meanwhile=meanwhile, followup=followup)
         rows = parts[0]
         for more in parts[1:]:
             rows.extend(more)

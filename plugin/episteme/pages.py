@@ -954,13 +954,95 @@ def _widen_pipe(fd: int) -> None:
         pass
 
 
+class Followup:
+    """A second round of work for the forked children of :func:`fork_map`, after their part.
+
+    A child that has sent its part's result does not exit: it waits for a request from this
+    process, made by ``request(parts, results)`` once every part's result is in, and answers it
+    with ``serve(request, index, its_part, its_result)`` (``index``: its part's place in
+    ``parts``, from 1), computed while this process goes on with its
+    own work.  :meth:`answers` collects the answers (``None`` for a child that failed, so the
+    caller does that work itself); :meth:`close` ends children whose answers were never asked
+    for.  The request is sent only after all results are read, so neither side ever waits on a
+    full pipe the other is not reading."""
+
+    def __init__(self, request: Any, serve: Any, prepare: Any = None):
+        self.request = request
+        self.serve = serve
+        #: child side, ``prepare(index, its_part, its_result)``: runs right after the result is
+        #: sent, before the request is read (the child's chance to use the wait)
+        self.prepare = prepare
+        #: what the caller wants the children to know: filled before the fork, so they have it free
+        self.context: dict[str, Any] = {}
+        self.used = False  # set by a caller that forked with it (nothing forks on small wikis)
+        self._pending: list[tuple[int, int]] = []  # (pid, answer pipe) of children still to collect
+
+    def _child(self, req_fd: int, ans_fd: int, index: int, part: list[str], result: Any) -> None:
+        """Child side, after its result is sent: read the request, answer it."""
+        import pickle
+
+        if self.prepare is not None:
+            self.prepare(index, part, result)
+        chunks = []
+        while chunk := os.read(req_fd, 1 << 20):
+            chunks.append(chunk)
+        os.close(req_fd)
+        if not chunks:
+            return  # the parent wants nothing more (its request failed)
+        _write_all(ans_fd, pickle.dumps(self.serve(pickle.loads(b"".join(chunks)), index, part, result),
+                                        protocol=pickle.HIGHEST_PROTOCOL))
+
+    def answers(self) -> list[Any]:
+        """One answer per child still running the follow-up, in part order (``None`` where it failed)."""
+        import pickle
+
+        out = []
+        pending, self._pending = self._pending, []
+        for pid, fd in pending:
+            chunks = []
+            try:
+                while chunk := os.read(fd, 1 << 20):
+                    chunks.append(chunk)
+            finally:
+                os.close(fd)
+            _, status = os.waitpid(pid, 0)
+            answer = None
+            if status == 0 and chunks:
+                try:
+                    answer = pickle.loads(b"".join(chunks))
+                except Exception:  # a truncated answer is a failed child
+                    answer = None
+            out.append(answer)
+        return out
+
+    def close(self) -> None:
+        """End every child whose answer was not collected (e.g. after an error here)."""
+        import contextlib
+        import signal
+
+        pending, self._pending = self._pending, []
+        for pid, fd in pending:
+            os.close(fd)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+
+
+def _write_all(fd: int, payload: bytes) -> None:
+    view = memoryview(payload)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def fork_map(
-    work: Any, root: str, parts: list[list[str]], child_work: Any = None, meanwhile: Any = None
+    work: Any, root: str, parts: list[list[str]], child_work: Any = None, meanwhile: Any = None,
+    followup: Followup | None = None,
 ) -> list[list]:
     """``[work(root, part) for part in parts]``, ``parts[1:]`` in forked child processes
     (which run ``child_work`` instead when given: e.g. one that returns cheaper-to-pickle rows).
     ``meanwhile(parts[0], result)`` runs here after this process's own part, while the children
     may still be working (the caller's chance to start on what it will do with the results).
+    ``followup``: a :class:`Followup` the children then run (collect with its ``answers()``).
 
     Why fork by hand rather than ``multiprocessing``: importing ``multiprocessing`` and
     starting a pool cost more than a whole 1k-page scan; a fork shares the parent's imports
@@ -969,23 +1051,34 @@ def fork_map(
     import pickle
 
     children = []
-    for part in parts[1:]:
+    for index, part in enumerate(parts[1:], 1):
         r, w = os.pipe()
         _widen_pipe(w)
+        req_r = req_w = ans_r = ans_w = -1
+        if followup is not None:
+            req_r, req_w = os.pipe()
+            ans_r, ans_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child: compute, send, and leave without running the parent's cleanup
             code = 1
             try:
                 os.close(r)
-                payload = pickle.dumps((child_work or work)(root, part), protocol=pickle.HIGHEST_PROTOCOL)
-                view = memoryview(payload)
-                while view:
-                    view = view[os.write(w, view) :]
+                for fd in (req_w, ans_r):
+                    if fd >= 0:
+                        os.close(fd)
+                result = (child_work or work)(root, part)
+                _write_all(w, pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+                os.close(w)  # the parent sees the end of the result
+                if followup is not None:
+                    followup._child(req_r, ans_w, index, part, result)
                 code = 0
             finally:
                 os._exit(code)
         os.close(w)
-        children.append((pid, r, part))
+        for fd in (req_r, ans_w):
+            if fd >= 0:
+                os.close(fd)
+        children.append((pid, r, part, req_w, ans_r))
     try:
         results = [work(root, parts[0])]
         if meanwhile is not None:
@@ -993,23 +1086,52 @@ def fork_map(
     except BaseException:  # (Ctrl-C included) leave no child behind
         import signal
 
-        for pid, r, _ in children:
-            os.close(r)
+        for pid, r, _, req_w, ans_r in children:
+            for fd in (r, req_w, ans_r):
+                if fd >= 0:
+                    os.close(fd)
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         raise
-    for pid, r, part in children:
+    live = []  # children that sent their result and wait for the follow-up request
+    for pid, r, part, req_w, ans_r in children:
         chunks = []
         try:
             while chunk := os.read(r, 1 << 20):
                 chunks.append(chunk)
         finally:
             os.close(r)
-        _, status = os.waitpid(pid, 0)
-        if status == 0 and chunks:
-            results.append(pickle.loads(b"".join(chunks)))
+        got = None
+        if chunks:
+            try:
+                got = pickle.loads(b"".join(chunks))
+            except Exception:  # cut short: the child died while sending
+                got = None
+        if followup is None:
+            _, status = os.waitpid(pid, 0)
+            if status != 0:
+                got = None
+        elif got is not None:
+            live.append((pid, req_w, ans_r))
         else:
-            results.append(work(root, part))
+            os.close(req_w)
+            os.close(ans_r)
+            os.waitpid(pid, 0)
+        results.append(got if got is not None else work(root, part))
+    if followup is not None:
+        payload = b""
+        try:
+            payload = pickle.dumps(followup.request(parts, results), protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            import contextlib
+
+            for pid, req_w, ans_r in live:
+                # (empty when the request failed: the child just ends; a child that died
+                # meanwhile breaks the pipe, and its answer is then None)
+                with contextlib.suppress(OSError):
+                    _write_all(req_w, payload)
+                os.close(req_w)
+                followup._pending.append((pid, ans_r))
     return results
 
 
