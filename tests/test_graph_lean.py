@@ -270,6 +270,21 @@ def test_followup_children_answer_after_their_part_and_failures_are_none():
         os.waitpid(-1, os.WNOHANG)
 
 
+def test_an_early_request_bigger_than_the_pipe_still_arrives():
+    """Sent before the child's result is read: what does not fit waits until it is, so a big
+    request and a big result never block each other."""
+    big = "x" * (3 << 20)
+
+    def work(root, part):
+        return [big] if part == ["b"] else list(part)
+
+    fu = pages.Followup(lambda parts, results: (len(results), results[1], big),
+                        lambda req, i, part, result: (req[0], req[1], len(req[2]), len(result[0])), early=True)
+    got = pages.fork_map(work, "root", [["a"], ["b"]], followup=fu)
+    assert got == [["a"], [big]]
+    assert fu.answers() == [(2, None, len(big), len(big))]  # made before the child's result was in
+
+
 def test_followup_close_ends_children_never_asked():
     import time
 

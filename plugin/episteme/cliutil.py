@@ -45,10 +45,11 @@ def dumps_records(data: dict[str, Any]) -> str:
     def dump(v: Any, indent: int | None = None) -> str:
         return json.dumps(v, ensure_ascii=False, indent=indent, default=json_default)
 
+    one = json.JSONEncoder(ensure_ascii=False, default=json_default).encode  # (one encoder for every record)
     parts = []
     for key, value in data.items():
         if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-            body = "[\n    " + ",\n    ".join(map(dump, value)) + "\n  ]"
+            body = "[\n    " + ",\n    ".join(map(one, value)) + "\n  ]"
         else:
             body = dump(value, 2).replace("\n", "\n  ")
         parts.append(f"  {dump(key)}: {body}")

@@ -14,11 +14,13 @@ switches rules off for the wiki; ``--disable R`` adds to that; ``--rule R`` runs
 rules named, whatever SCHEMA.md says (an explicit request wins).  ``lint: {severity: {R: level}}``
 in SCHEMA.md changes a rule's severity.
 
-How it stays fast: pages are read once (:func:`episteme.lint_rules.scan_and_check`, which runs the
-per-page checks while the bytes are in hand, in two processes on big wikis), the link graph is
-built from those pages (:meth:`episteme.graph.WikiGraph.from_pages`), and the indexes are compared
-with the sections found in that same scan.  Without ``--stores`` only the standard library and
-PyYAML are imported; the store checks live in :mod:`episteme.lint_stores`.
+How it stays fast: pages are read once (:func:`episteme.lint_rules.scan_lean`, which runs the
+per-page checks while the bytes are in hand, in two processes on big wikis, and counts link
+lines only on pages whose links may be reported), the link graph is built from those rows as
+the graph command builds its own, the closest-page suggestions are found by the scan's second
+process meanwhile (:class:`_SuggestAhead`), and the indexes are compared with the sections
+found in that same scan.  Without ``--stores`` only the standard library and PyYAML are
+imported; the store checks live in :mod:`episteme.lint_stores`.
 """
 
 from __future__ import annotations
@@ -514,17 +516,18 @@ class _SuggestAhead:
     part after the scan: ~0.1 s of difflib on a 10k-page wiki with 400 distinct dangling
     targets).
 
-    Once every part is read, this process sends the child the titles and unresolved targets of
-    the other parts; the child adds its own, builds the same name index this process would,
-    and suggests a page for every target no page name matches.  That set may be a little wider
-    than the dangling targets (an alias of another part's page is not known there) and never
-    narrower on purpose; any dangling target the child did not answer (or all of them, if it
-    failed) is suggested here, the same way, so the findings never depend on the split."""
+    As soon as its own part is scanned, this process sends the child that part's titles,
+    aliases and unresolved targets (with more than two parts: once every part is read); the
+    child adds its own, builds the same name index this process would, and suggests a page for
+    every target that is no page's title, stem, path or alias.  That set can only be wider
+    than the dangling targets (a target may still resolve in a way the child does not check);
+    any dangling target the child did not answer (or all of them, if it failed) is suggested
+    here, the same way, so the findings never depend on the split."""
 
     def __init__(self) -> None:
         from .pages import Followup
 
-        self.fu = Followup(self._request, self._serve, self._prepare)
+        self.fu = Followup(self._request, self._serve, self._prepare, early=True)
         self._first: tuple | None = None  # this process: its own part's names, made early
         self._own: tuple | None = None  # the child: its part's names and what it can make alone
 

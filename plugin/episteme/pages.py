@@ -958,38 +958,55 @@ class Followup:
     """A second round of work for the forked children of :func:`fork_map`, after their part.
 
     A child that has sent its part's result does not exit: it waits for a request from this
-    process, made by ``request(parts, results)`` once every part's result is in, and answers it
-    with ``serve(request, index, its_part, its_result)`` (``index``: its part's place in
-    ``parts``, from 1), computed while this process goes on with its
-    own work.  :meth:`answers` collects the answers (``None`` for a child that failed, so the
-    caller does that work itself); :meth:`close` ends children whose answers were never asked
-    for.  The request is sent only after all results are read, so neither side ever waits on a
-    full pipe the other is not reading."""
+    process, made by ``request(parts, results)``, and answers it with
+    ``serve(request, index, its_part, its_result)`` (``index``: its part's place in ``parts``,
+    from 1), computed while this process goes on with its own work.  :meth:`answers` collects
+    the answers (``None`` for a child that failed, so the caller does that work itself);
+    :meth:`close` ends children whose answers were never asked for.
 
-    def __init__(self, request: Any, serve: Any, prepare: Any = None):
+    ``early``: with two parts, the request is made as soon as this process's own part is done
+    (``results`` then holds only that part's result, the child's is ``None``), so the child can
+    start the moment its result is sent.  The request goes into the pipe without blocking and
+    whatever does not fit follows once the child's result is read, so neither side ever waits on
+    a full pipe the other is not reading.  Otherwise it is made once every result is in."""
+
+    def __init__(self, request: Any, serve: Any, prepare: Any = None, *, early: bool = False):
         self.request = request
         self.serve = serve
         #: child side, ``prepare(index, its_part, its_result)``: runs right after the result is
         #: sent, before the request is read (the child's chance to use the wait)
         self.prepare = prepare
+        self.early = early
         #: what the caller wants the children to know: filled before the fork, so they have it free
         self.context: dict[str, Any] = {}
         self.used = False  # set by a caller that forked with it (nothing forks on small wikis)
         self._pending: list[tuple[int, int]] = []  # (pid, answer pipe) of children still to collect
 
+    @staticmethod
+    def _message(obj: Any) -> bytes:
+        import pickle
+
+        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        return len(payload).to_bytes(8, "little") + payload
+
     def _child(self, req_fd: int, ans_fd: int, index: int, part: list[str], result: Any) -> None:
-        """Child side, after its result is sent: read the request, answer it."""
+        """Child side, after its result is sent: read the request (length first: the parent may
+        keep the pipe open), answer it."""
         import pickle
 
         if self.prepare is not None:
             self.prepare(index, part, result)
-        chunks = []
-        while chunk := os.read(req_fd, 1 << 20):
-            chunks.append(chunk)
+        buf = bytearray()
+        need = 8
+        while len(buf) < need:
+            chunk = os.read(req_fd, max(need - len(buf), 1 << 16))
+            if not chunk:
+                return  # the parent wants nothing more (its request failed)
+            buf += chunk
+            if need == 8 and len(buf) >= 8:
+                need = 8 + int.from_bytes(buf[:8], "little")
         os.close(req_fd)
-        if not chunks:
-            return  # the parent wants nothing more (its request failed)
-        _write_all(ans_fd, pickle.dumps(self.serve(pickle.loads(b"".join(chunks)), index, part, result),
+        _write_all(ans_fd, pickle.dumps(self.serve(pickle.loads(buf[8:need]), index, part, result),
                                         protocol=pickle.HIGHEST_PROTOCOL))
 
     def answers(self) -> list[Any]:
@@ -1028,6 +1045,20 @@ class Followup:
             os.waitpid(pid, 0)
 
 
+def _send_some(fd: int, payload: bytes) -> bytes:
+    """Write what fits in the pipe now, without waiting; return the rest."""
+    os.set_blocking(fd, False)
+    view = memoryview(payload)
+    try:
+        while view:
+            view = view[os.write(fd, view) :]
+    except (BlockingIOError, BrokenPipeError):
+        pass  # the rest is sent later (or the reader is gone, which the caller finds out)
+    finally:
+        os.set_blocking(fd, True)
+    return bytes(view)
+
+
 def _write_all(fd: int, payload: bytes) -> None:
     view = memoryview(payload)
     while view:
@@ -1057,6 +1088,7 @@ def fork_map(
         req_r = req_w = ans_r = ans_w = -1
         if followup is not None:
             req_r, req_w = os.pipe()
+            _widen_pipe(req_w)  # (an early request then fits without waiting)
             ans_r, ans_w = os.pipe()
         pid = os.fork()
         if pid == 0:  # child: compute, send, and leave without running the parent's cleanup
@@ -1079,10 +1111,14 @@ def fork_map(
             if fd >= 0:
                 os.close(fd)
         children.append((pid, r, part, req_w, ans_r))
+    early = b""  # what is left to send of a request made before the children's results
+    sent_early = followup is not None and followup.early and len(children) == 1
     try:
         results = [work(root, parts[0])]
         if meanwhile is not None:
             meanwhile(parts[0], results[0])
+        if sent_early:
+            early = _send_some(children[0][3], followup._message(followup.request(parts, results + [None])))  # type: ignore[union-attr]
     except BaseException:  # (Ctrl-C included) leave no child behind
         import signal
 
@@ -1093,7 +1129,7 @@ def fork_map(
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
         raise
-    live = []  # children that sent their result and wait for the follow-up request
+    live = []  # children that sent their result and wait for (the rest of) the request
     for pid, r, part, req_w, ans_r in children:
         chunks = []
         try:
@@ -1119,17 +1155,18 @@ def fork_map(
             os.waitpid(pid, 0)
         results.append(got if got is not None else work(root, part))
     if followup is not None:
-        payload = b""
-        try:
-            payload = pickle.dumps(followup.request(parts, results), protocol=pickle.HIGHEST_PROTOCOL)
-        finally:
-            import contextlib
+        import contextlib
 
+        message = early
+        try:
+            if not sent_early:
+                message = followup._message(followup.request(parts, results))
+        finally:
             for pid, req_w, ans_r in live:
-                # (empty when the request failed: the child just ends; a child that died
+                # (nothing when the request failed: the child just ends; a child that died
                 # meanwhile breaks the pipe, and its answer is then None)
                 with contextlib.suppress(OSError):
-                    _write_all(req_w, payload)
+                    _write_all(req_w, message)
                 os.close(req_w)
                 followup._pending.append((pid, ans_r))
     return results
