@@ -365,6 +365,7 @@ class WikiGraph:
         self._dangling = self._ambiguities = None  # made on first use, with line numbers
         lowered: dict[str, str] = {}  # dangling target text -> its lowercase (what "unique" means)
         code = self._target_codes(set().union(*targets), lowered)
+        self._codes = code  # (kept: lint finds the lines of just the links that need them)
         get = code.__getitem__
         low = lowered.get
         dangling_sources = self.dangling_sources

@@ -212,7 +212,7 @@ def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintR
     try:
         g, rows = _scan_graph(root, rules, schema, today, jobs, ahead)
         pages = g.pages
-        sug = _line_numbers(g, [r[4] for r in rows], enabled, [r[6] for r in rows])
+        sug = _line_numbers(g, [r[4] for r in rows], enabled)
         findings: list[Finding] = []
         sections: list[tuple[str, SectionInfo]] = []
         for i, r in enumerate(rows):
@@ -454,50 +454,77 @@ def _link_pairs(root: str, page_id: str) -> Any:
     return scan_links(data, 1).pairs()
 
 
-def _line_numbered(g: Any, ids: list[int], targets: list | None = None, lines: list | None = None) -> tuple[list, list]:
-    """Dangling and ambiguous links, with lines, of the pages ``ids``: from the lines the scan
-    counted (``lines[i]``, for the pages it expected to need them), else re-read (a page
-    deleted since the scan has nothing to point at)."""
+def _line_numbered(g: Any, ids: list[int], targets: list[tuple[str, ...]]) -> tuple[list, list]:
+    """Dangling and ambiguous links, with lines, of the pages ``ids`` (the lean graph's pages
+    that have such links): one of each per page and target compared case-insensitively, the
+    first occurrence, which is what the findings report.  The page is re-read and only those
+    links are looked for (:func:`episteme.lint_rules.reported_link_lines`); a page where
+    that is not sure is resolved in full from :func:`_link_pairs` (a page deleted since the
+    scan has nothing to point at)."""
+    from .graph import Ambiguity, Dangling
+    from .lint_rules import reported_link_lines
+    from .pages import read_bytes
+
     g._dangling, g._ambiguities, g.dangling_sources = [], [], []
+    dangling, ambiguities, sources = g._dangling, g._ambiguities, g.dangling_sources
+    code = g._codes
     by_text: dict[str, Any] = {}
-    amb = g._ambiguities
+    prefix = g.root + "/" if g.root and not g.root.endswith("/") else g.root
+    get = code.__getitem__
     for i in ids:
-        known = lines[i] if lines is not None else None
-        if known is not None:
-            n_amb, n_d, n_count = len(amb), len(g._dangling), g.ambiguity_count
-            g._resolve_links(i, zip(targets[i], known, strict=True), by_text, True)  # type: ignore[index]
-            if not any(a.line == 0 for a in amb[n_amb:]):
-                continue
-            # a link the scan left uncounted (a unique path or stem) is ambiguous after all,
-            # by a title tie: undo this page and count its lines in full
-            del amb[n_amb:], g._dangling[n_d:], g.dangling_sources[n_d:]
-            g.ambiguity_count = n_count
+        ts = targets[i]
+        wanted = [j for j, c in enumerate(map(get, ts)) if c < 0]
+        if len(wanted) > 1:  # the first link of each target, compared case-insensitively
+            seen: set[str] = set()
+            firsts = []
+            for j in wanted:
+                k = ts[j].lower()
+                if k not in seen:
+                    seen.add(k)
+                    firsts.append(j)
+            wanted = firsts
+        pid = g.ids[i]
         try:
-            pairs = _link_pairs(g.root, g.ids[i])
+            data = read_bytes(prefix + pid)
         except OSError:
             continue
-        g._resolve_links(i, pairs, by_text, True)
-    return g._dangling, g._ambiguities
+        if data[:3] == b"\xef\xbb\xbf":
+            data = data[3:]
+        lines = reported_link_lines(data, ts, wanted) if wanted else None
+        if lines is None:
+            g._resolve_links(i, _link_pairs(g.root, pid), by_text, True)
+            continue
+        folder = None
+        for j, line in zip(wanted, lines, strict=True):
+            t = ts[j]
+            if code[t] == -1:
+                dangling.append(Dangling(pid, t, line))
+                sources.append(i)
+                continue
+            step, cands = g._lookup(t.lower())
+            if folder is None:
+                folder = g.pages[i].folder
+            chosen = g._choose(cands, folder)
+            ambiguities.append(Ambiguity(pid, t, line, step or "", g.ids[chosen], tuple(g.ids[c] for c in sorted(cands))))
+    return dangling, ambiguities
 
 
-def _line_numbers(g: Any, targets: list[tuple[str, ...]], on: frozenset[str], lines: list | None = None) -> Any:
-    """Give the lean graph its line-numbered :attr:`dangling` / :attr:`ambiguities` (from the
-    lines the scan counted, re-reading only pages it did not expect to need them) and return
+def _line_numbers(g: Any, targets: list[tuple[str, ...]], on: frozenset[str]) -> Any:
+    """Give the lean graph its line-numbered :attr:`dangling` / :attr:`ambiguities` and return
     the suggester for the dangling targets (``None`` when nothing needs one)."""
     if not on & {"link-dangling", "link-structural", "link-ambiguous"}:
         return None  # nothing needs the lines (made on first use if anything asks)
     count = g.ambiguity_count
-    _line_numbered(g, g._reread, targets, lines)
+    _line_numbered(g, g._reread, targets)
     g.ambiguity_count = count  # counted at the scan; the re-read only adds lines
     if "link-dangling" not in on or not g._dangling:
         return None
     return _Suggester.of_graph(g)
 
 
-def _part_names(rows: list[tuple], safe: set[str] | None) -> tuple[list[str | None], set[str], set[str]]:
+def _part_names(rows: list[tuple]) -> tuple[list[str | None], set[str], set[str]]:
     """What the suggestions need to know of a scan part: its pages' frontmatter titles (by
-    page), their aliases, and the part's link targets that are not sure to resolve (not in
-    ``safe``); aliases and targets lowercased."""
+    page), their aliases and the part's link targets (aliases and targets lowercased)."""
     from .graph import _aliases_of
     from .pages import frontmatter_title
 
@@ -506,8 +533,7 @@ def _part_names(rows: list[tuple], safe: set[str] | None) -> tuple[list[str | No
     texts: set[str] = set()
     for r in rows:
         texts.update(r[4])
-    low = {t.lower().strip() for t in texts}
-    return titles, aliases, (low - safe if safe is not None else low)
+    return titles, aliases, {t.lower().strip() for t in texts}
 
 
 class _SuggestAhead:
@@ -535,25 +561,24 @@ class _SuggestAhead:
         """This process's part is scanned: note its names now, while the child may still be
         sending its rows (so the request is ready the moment they are in)."""
         if self.fu.used:
-            self._first = _part_names(rows, self.fu.context.get("safe"))
+            self._first = _part_names(rows)
 
     def _prepare(self, index: int, part: list[str], rows: list[tuple]) -> None:
         """Child, while this process reads its rows: its own names and every page path."""
         ids: list[str] = self.fu.context["ids"]
         known = {pid[:-3].lower() if pid.endswith(".md") else pid.lower() for pid in ids}
-        self._own = (_part_names(rows, self.fu.context.get("safe")), known)
+        self._own = (_part_names(rows), known)
 
     @property
     def used(self) -> bool:
         return self.fu.used
 
     def _request(self, parts: list[list[str]], results: list[list[tuple]]) -> Any:
-        safe = self.fu.context.get("safe")
         titles: list[str | None] = []
         aliases: set[str] = set()
         texts: set[str] = set()
         for k, rows in enumerate(results[:-1]):  # (the last part is the child's own)
-            t, a, x = self._first if k == 0 and self._first is not None else _part_names(rows, safe)
+            t, a, x = self._first if k == 0 and self._first is not None else _part_names(rows)
             titles.extend(t)
             aliases |= a
             texts |= x
@@ -631,19 +656,21 @@ def _page_findings(g: Any, on: frozenset[str]) -> list[Finding]:
     n = len(g.ids)
     if on & {"page-orphan", "page-leaf"} and n >= 2:
         _, indeg, outdeg = degrees(g, None)
-        for i in range(n):
-            if indeg[i] == 0 and outdeg[i] == 0 and "page-orphan" in on:
-                out.append(finding("page-orphan", g.ids[i], 1, "no page links here and this page links nowhere"))
-            elif indeg[i] > 0 and outdeg[i] == 0 and "page-leaf" in on:
+        for i in [i for i, d in enumerate(outdeg) if d == 0]:  # (most pages link somewhere)
+            if indeg[i] == 0:
+                if "page-orphan" in on:
+                    out.append(finding("page-orphan", g.ids[i], 1, "no page links here and this page links nowhere"))
+            elif "page-leaf" in on:
                 out.append(finding("page-leaf", g.ids[i], 1, f"linked from {indeg[i]} page(s) but links nowhere"))
     if "title-duplicate" in on:
-        first: dict[str, int] = {}
-        for i, p in enumerate(g.pages):
-            t = frontmatter_title(p.props)
-            if t is None:
+        # the graph's title index holds a list of nodes (in id order) where pages share a title
+        for nodes in g._keys["title"].values():
+            if type(nodes) is not list:
                 continue
-            j = first.setdefault(t.lower(), i)
-            if j != i:
+            j = nodes[0]
+            for i in nodes[1:]:
+                p = g.pages[i]
+                t = frontmatter_title(p.props)
                 out.append(finding("title-duplicate", p.id, page_key_line(g.root, p.id, "title"),
                                    f"title {t!r} is also the title of {g.ids[j]}", other=g.ids[j]))
     if "page-stale" in on and g.tiers_enabled:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import re
-from array import array
 from collections import namedtuple
 
 from .pages import (
@@ -24,12 +23,12 @@ from .pages import (
     NO_LINKS,
     Page,
     Record,
+    _fenced_regions,
     _frontmatter_bounds,
     _normalize_raw,
     lean_page,
     parse_page,
     read_bytes,
-    scan_links,
 )
 from .schema import TIERS
 
@@ -392,9 +391,6 @@ _FM_RULES = frozenset({"fm-yaml", "fm-missing-required", "fm-unknown-field", "fm
                        "fm-tier-override"})
 
 
-_LINE_RULES = frozenset({"link-dangling", "link-structural", "link-ambiguous"})
-
-
 class _KeyLines:
     """Frontmatter key -> line, computed only when a finding needs a line (most pages have none)."""
 
@@ -452,17 +448,16 @@ def lint_page(root: str, page_id: str, rules: PageRules) -> PageResult:
     return PageResult(page, sections, findings, keep)
 
 
-def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool, safe: set[str] | None = None) -> tuple:
+def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool) -> tuple:
     """One page, read once: its :func:`episteme.pages.lean_page` tuple (what the link graph
     needs: no line numbers) plus ``(sections, findings)`` of the per-page checks, or ``None``
-    when it has neither (most pages), plus the line numbers of its links (an ``array``, same
-    order as the targets) when a target is not in ``safe`` (see :func:`scan_lean`), else
-    ``None``.  Lines are counted only where something may be reported."""
+    when it has neither (most pages).  Link lines are found later, and only for the links a
+    finding reports (:func:`reported_link_lines`)."""
     try:
         data = read_bytes(f"{root}/{page_id}")
     except OSError as e:
         return ({}, f"unreadable: {e.strerror}", None, False, (),
-                ([], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")]), None)
+                ([], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")]))
     if data[:3] == b"\xef\xbb\xbf":
         data = data[3:]
     row = lean_page(data)
@@ -474,79 +469,76 @@ def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool, safe: set[s
     if b"<!-- section" in data:
         sections, more = check_sections(page_id, data, rules.enabled)
         findings.extend(more)
-    lines = None
-    targets = row[4]
-    if safe is not None and targets and not safe.issuperset(map(str.lower, targets)):
-        lines = _link_lines(data, targets, safe)
-    return (*row, (sections, findings) if sections or findings else None, lines)
+    return (*row, (sections, findings) if sections or findings else None)
 
 
-def _link_lines(data: bytes, targets: tuple[str, ...], safe: set[str] | frozenset[str] = frozenset()) -> Any:
-    """Line numbers of a page's links (``data`` without a BOM), as
-    :func:`episteme.pages.parse_page` counts them (an ``array``, in the order of ``targets``),
-    or ``None``.  A link whose target is in ``safe`` (see :func:`sure_names`) gets line 0:
-    it cannot dangle, and is ambiguous only on a title tie, when the caller re-reads the page.
+_BLANK = bytes(10 if i == 10 else 32 for i in range(256))  # every byte to a space but newlines
 
-    A body without code is matched the way :func:`episteme.pages.link_targets` matched it a
-    moment ago (its normalized texts are still in the scan's cache), and only the links to
-    count are looked up again (``find`` of their text, checked by a match there), so a page
-    costs one ``findall`` plus a little per such link; the targets found must equal
-    ``targets``, else the full :func:`episteme.pages.scan_links` decides (every line)."""
+
+def reported_link_lines(data: bytes, targets: tuple[str, ...], wanted: list[int]) -> list[int] | None:
+    """The lines of links ``targets[j]`` for ``j`` in ``wanted`` (ascending), as
+    :func:`episteme.pages.parse_page` counts them, in a page's bytes (``data``, no BOM), or
+    ``None`` when this quick way cannot be sure (the caller then counts every line).
+
+    ``targets`` is what the scan found in this page.  One ``findall`` gives every link's text,
+    code or not; when the links that name a page are exactly as many as ``targets``, none is
+    in code (the scan leaves those out) and they are ``targets`` in order (links in fenced code
+    are blanked out first when that is why the counts differ).  Each wanted link is then
+    found by its text (``find``, checked by a match there) after the previous one.  A page
+    with a link in inline code, or that changed since the scan, goes the slow way."""
     start, first = 0, 1
     if data[:3] == b"---":
         b = _frontmatter_bounds(data)
         if b is not None and b[0] >= 0:
             start, first = b[2], 3 + data.count(b"\n", b[0], b[1])
     body = data[start:] if start else data
-    if b"`" not in body and not (b"~" in body and b"~~~" in body):
-        d = body.replace(b"![[", b"!\0[") if b"!" in body and b"![[" in body else body
-        pat = _LINK_TEXT if b"\\" in d else _LINK_HEAD
-        get = _NORMALIZED.get
-        find, count, match = d.find, d.count, pat.match
-        n = len(targets)
-        lines = array("i", bytes(4 * n))
-        k, pos, line, last = 0, 0, first, 0
-        for raw in pat.findall(d):
-            t = get(raw)
-            if t is None:
-                t = _normalize_raw(raw)
-            if not t:
-                continue
-            if k == n or t != targets[k]:
+    d = body.replace(b"![[", b"!\0[") if b"!" in body and b"![[" in body else body
+    pat = _LINK_TEXT if b"\\" in d else _LINK_HEAD
+    get = _NORMALIZED.get
+    find, count, match, findall = d.find, d.count, pat.match, pat.findall
+    raws = findall(d)
+    where = None  # raw index of each target, when some link text names no page ([[#h]], [[|x]])
+    if len(raws) != len(targets):
+        where = [r for r, raw in enumerate(raws) if (get(raw) if get(raw) is not None else _normalize_raw(raw))]
+        if len(where) != len(targets) and (b"```" in d or b"~~~" in d):
+            # links in fenced code: blank the fences (newlines kept, so lines stay) and look again
+            parts, prev = [], 0
+            for a, b in _fenced_regions(d):
+                parts.append(d[prev:a])
+                parts.append(d[a:b].translate(_BLANK))
+                prev = b
+            parts.append(d[prev:])
+            d = b"".join(parts)
+            find, count, match, findall = d.find, d.count, pat.match, pat.findall
+            raws = findall(d)
+            where = [r for r, raw in enumerate(raws) if (get(raw) if get(raw) is not None else _normalize_raw(raw))]
+        if len(where) != len(targets):
+            return None  # links in inline code, or the page changed since the scan
+    out: list[int] = []
+    pos, line, last = 0, first, 0  # where the next search starts; the line at ``last``
+    for j in wanted:
+        r = j if where is None else where[j]
+        raw = raws[r]
+        got = get(raw)
+        if (got if got is not None else _normalize_raw(raw)) != targets[j]:
+            return None  # the page changed since the scan
+        needle = b"[[" + raw
+        at = find(needle, pos)
+        while at >= 0:
+            m = match(d, at)
+            if m is not None and m[1] == raw:
                 break
-            if t.lower() not in safe:
-                needle = b"[[" + raw
-                at = find(needle, pos)
-                while at >= 0:
-                    m = match(d, at)
-                    if m is not None and m[1] == raw:
-                        break
-                    at = find(needle, at + 1)
-                if at < 0:
-                    break
-                line += count(b"\n", last, at)
-                last = at
-                pos = m.end()  # type: ignore[union-attr]
-                lines[k] = line
-            k += 1
-        else:
-            if k == n:
-                return lines
-    links = scan_links(body, first)
-    return links.lines if links.targets == targets else None
-
-
-def sure_names(ids: list[str]) -> set[str]:
-    """Lowercased paths and stems that exactly one page has: a link to one of them resolves
-    to a single page whatever the titles and aliases say, so it is never dangling and never
-    ambiguous... unless two *titles* match it, which the caller finds out after the scan and
-    then re-reads that page for its lines."""
-    from collections import Counter
-
-    lows = [pid[:-3].lower() if pid.endswith(".md") else pid.lower() for pid in ids]
-    counts = Counter(lows)
-    counts.update([low[low.rfind("/") + 1 :] for low in lows if "/" in low])  # (a root page's stem is its path)
-    return {k for k, v in counts.items() if v == 1}
+            at = find(needle, at + 1)
+        if at < 0:
+            return None
+        # no link before this one has this text (it would name the same page, and j is the
+        # first link to it), and a match cannot start inside another (no "[" in link text):
+        # the first match with this text after the last one found is the one wanted
+        line += count(b"\n", last, at)
+        last = at
+        out.append(line)
+        pos = m.end()  # type: ignore[union-attr]
+    return out
 
 
 def _fm_suspect(props: dict[str, Any], date_fields: tuple[str, ...]) -> bool:
@@ -585,24 +577,22 @@ def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile
     :func:`episteme.pages.scan_wiki_lean` (a forked second process on big wikis);
     ``meanwhile(first_ids, first_rows)`` as there.  ``followup``: a
     :class:`episteme.pages.Followup` for the second process, used only when one runs
-    (``followup.used`` says so); its ``context`` gets ``ids`` and ``safe`` (the
-    :func:`sure_names`) before the fork."""
+    (``followup.used`` says so); its ``context`` gets ``ids`` before the fork."""
     from . import pages as _pages
 
     ids = _pages.iter_page_files(root)
     if jobs is None:
         jobs = _pages.default_jobs(len(ids))
     fm_on = bool(rules.enabled & _FM_RULES)
-    safe = sure_names(ids) if rules.enabled & _LINE_RULES else None
 
     def work(root: str, part: list[str]) -> list[tuple]:
-        return [lean_row(root, pid, rules, fm_on, safe) for pid in part]
+        return [lean_row(root, pid, rules, fm_on) for pid in part]
 
     try:
         if jobs <= 1 or len(ids) < 2 or not _pages._can_fork():
             return ids, work(root, ids)
         if followup is not None:
-            followup.context.update(ids=ids, safe=safe)
+            followup.context.update(ids=ids)
             followup.used = True
         parts = _pages.fork_map(work, root, _pages._split(ids, jobs), meanwhile=meanwhile, followup=followup)
         rows = parts[0]
