@@ -380,3 +380,38 @@ def test_unreadable_or_missing_indexes_are_regenerated(tmp_path: Path):
     assert (root / "index.json").read_text() == want_json
     assert set(read_index_md(root).entries) == set(read_index_json(root)) == {"sec_001", "sec_002"}
     assert (root / "index.md").read_text().split("## sec_001", 1)[1] == want_md.split("## sec_001", 1)[1]
+
+
+def test_reported_link_lines_agree_with_the_full_scan():
+    """The quick line finder gives the lines the full link scan gives, for the first link to
+    each target, on pages mixing the awkward cases; where it cannot be sure it says so."""
+    import random
+
+    from episteme.lint_rules import reported_link_lines
+    from episteme.pages import lean_page, scan_links
+
+    rng = random.Random(7)
+    pieces = ["[[Alpha]]", "[[alpha]]", "[[Beta|shown]]", "[[Beta#Part]]", "[[#local]]", "[[|odd]]",
+              "[[ Gamma ]]", "[[Gamma.md]]", "![[Alpha]]", "`[[Delta]]`", "[[Delta]]", "[[Eps\\|x]]",
+              "[[Zeta]] and [[Zeta]]", "[[[[Eta]]", "[[Theta", "text", "more text"]
+    fences = ["```\n[[Alpha]] in code\n```", "~~~\n[[Beta]]\n~~~", "```python\nx = '[[Iota]]'\n```"]
+    sure = 0
+    for _ in range(400):
+        lines = []
+        for _ in range(rng.randint(1, 12)):
+            if rng.random() < 0.15:
+                lines.append(rng.choice(fences))
+            else:
+                lines.append(" ".join(rng.choice(pieces) for _ in range(rng.randint(1, 4))))
+        fm = "---\ntitle: T\ntags: [a]\n---\n" if rng.random() < 0.7 else ""
+        data = (fm + "\n".join(lines) + "\n").encode()
+        targets = lean_page(data)[4]
+        full = scan_links(data[data.index(b"---\n", 3) + 4:] if fm else data, 5 if fm else 1)
+        assert full.targets == targets
+        seen: set[str] = set()
+        wanted = [j for j, t in enumerate(targets) if not (t.lower() in seen or seen.add(t.lower()))]
+        got = reported_link_lines(data, targets, wanted)
+        if got is not None:
+            sure += 1
+            assert got == [full.lines[j] for j in wanted], data.decode()
+    assert 100 < sure < 400  # the quick way answers many pages (fenced code and all), not all
