@@ -7,6 +7,10 @@ process within 1.5x of ``graph_query.py --mode stats`` on the same wiki.
 Generates the synthetic wiki with ``../shared/tools/gen_vault.py`` (unless ``--wiki`` is given),
 then times both commands as separate processes, interleaved run by run so that machine noise
 hits both alike, and prints a markdown table of medians (and the real vaults when present).
+
+As in ``bench_graph.py``, every command runs with Python's bytecode caches in place
+(``PYTHONDONTWRITEBYTECODE`` is removed from the environment, so the warm-up run writes them),
+as they are after a plugin's first run: otherwise each run would recompile episteme's modules.
 """
 
 from __future__ import annotations
@@ -24,13 +28,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 SCRIPTS = REPO / "plugin" / "scripts"
 SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared"))
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
 def timed(cmd: list[str]) -> tuple[float, float]:
     """(wall seconds, CPU seconds of the process and its workers)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
-    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENV)
     dt = time.perf_counter() - t
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):
@@ -47,7 +52,7 @@ def bench(wiki: Path, runs: int) -> dict[str, tuple[float, float]]:
         "wiki_lint.py --format json": [py, str(SCRIPTS / "wiki_lint.py"), "--wiki", str(wiki), "--format", "json"],
     }
     times: dict[str, list[tuple[float, float]]] = {k: [] for k in cmds}
-    for c in cmds.values():  # warm the page cache once
+    for c in cmds.values():  # warm the page cache and the .pyc files once
         timed(c)
     for _ in range(runs):
         for k, c in cmds.items():

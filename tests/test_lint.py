@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from episteme.lint import lint_wiki
-from episteme.lint_rules import RULES, STORE_RULES, normalize_date_text
+from episteme.lint_rules import RULES, STORE_RULES, finding, normalize_date_text
 from lint_fixture import TODAY, build_broken_wiki
 
 REPO = Path(__file__).resolve().parent.parent
@@ -202,6 +202,22 @@ def test_json_format(broken):
     per_line = [json.loads(x.strip().rstrip(",")) for x in lines if x.startswith('    {"rule": ')]
     assert per_line == data["findings"]
     assert '  "summary": {' in lines and '    "errors": ' + str(data["summary"]["errors"]) + "," in lines
+
+
+def test_findings_write_the_json_the_encoder_writes(broken):
+    root, _ = broken
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    findings = lint_wiki(root, today=TODAY_D, jobs=1).findings
+    odd = finding("fm-type", "ü.md", None, 'say "hi"\t\u2028 ✓', field="n", got=[1, 2.5, None], ok=True, _hidden=1)
+    for f in [*findings, odd]:
+        assert f.to_json(encode) == encode(f.to_dict())
+    assert '"_hidden"' not in odd.to_json(encode)
+
+
+def test_vault_findings_write_the_json_the_encoder_writes(vaults_dir):
+    encode = json.JSONEncoder(ensure_ascii=False).encode
+    for f in lint_wiki(vaults_dir / "dendron-site", today=TODAY_D).findings:
+        assert f.to_json(encode) == encode(f.to_dict())
 
 
 def test_records_json_is_the_same_data_as_indented_json():

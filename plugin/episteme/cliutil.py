@@ -41,15 +41,20 @@ def print_json(data: Any, stream=None, *, records: bool = False) -> None:
 
 def dumps_records(data: dict[str, Any]) -> str:
     """``json.dumps(data, indent=2)`` except that a top-level value that is a list of objects
-    has one compact object per line.  Same data, valid JSON."""
+    has one compact object per line.  Same data, valid JSON.  A list item may also be any
+    object with a ``to_json(encode)`` method that writes itself (one compact object)."""
     def dump(v: Any, indent: int | None = None) -> str:
         return json.dumps(v, ensure_ascii=False, indent=indent, default=json_default)
 
     one = json.JSONEncoder(ensure_ascii=False, default=json_default).encode  # (one encoder for every record)
+
+    def record(x: Any) -> str:
+        return one(x) if isinstance(x, dict) else x.to_json(one)
+
     parts = []
     for key, value in data.items():
-        if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
-            body = "[\n    " + ",\n    ".join(map(one, value)) + "\n  ]"
+        if isinstance(value, list) and value and all(isinstance(x, dict) or hasattr(x, "to_json") for x in value):
+            body = "[\n    " + ",\n    ".join(map(record, value)) + "\n  ]"
         else:
             body = dump(value, 2).replace("\n", "\n  ")
         parts.append(f"  {dump(key)}: {body}")

@@ -120,8 +120,8 @@ def _run(argv: list[str], hold: list | None = None) -> int:
     if args.format == "json":
         summary = report.summary()
         summary["seconds"] = round(elapsed, 3)
-        print_json({"wiki": os.path.abspath(wiki), "findings": [f.to_dict() for f in report.findings],
-                    "summary": summary, "fixes": fixes}, records=True)
+        print_json({"wiki": os.path.abspath(wiki), "findings": report.findings, "summary": summary, "fixes": fixes},
+                   records=True)
     elif args.format == "github":
         sys.stdout.write(render_github(report, wiki, fixes))
     else:
