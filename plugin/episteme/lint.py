@@ -597,7 +597,10 @@ class _SuggestAhead:
         known |= own_aliases
         sug = _Suggester(names, ids)
         out: dict[str, str | None] = {}
-        for k in sorted(texts | own_texts):
+        texts |= own_texts
+        texts -= names.keys()  # (most texts are a page's name: set differences in C first)
+        texts -= known
+        for k in sorted(texts):
             key = k[2:] if k.startswith("./") else k
             key = key.lstrip("/") if "/" in key else key
             if k in names or k in known or key in names or key in known or _is_structural(k):

@@ -508,31 +508,33 @@ def reported_link_lines(data: bytes, targets: tuple[str, ...], wanted: list[int]
         b = _frontmatter_bounds(data)
         if b is not None and b[0] >= 0:
             start, first = b[2], 3 + data.count(b"\n", b[0], b[1])
-    body = data[start:] if start else data
-    d = body.replace(b"![[", b"!\0[") if b"!" in body and b"![[" in body else body
-    pat = _LINK_TEXT if b"\\" in d else _LINK_HEAD
+    if start and data[start - 1] == 33:  # "!" right before the body: not an embed there
+        data, start = data[start:], 0
+    # the body is searched in place (from ``start``): no copy of it per page
+    d = data.replace(b"![[", b"!\0[") if b"!" in data and b"![[" in data else data
+    pat = _LINK_TEXT if d.find(b"\\", start) >= 0 else _LINK_HEAD
     get = _NORMALIZED.get
     find, count, match, findall = d.find, d.count, pat.match, pat.findall
-    raws = findall(d)
+    raws = findall(d, start)
     where = None  # raw index of each target, when some link text names no page ([[#h]], [[|x]])
     if len(raws) != len(targets):
         where = [r for r, raw in enumerate(raws) if (get(raw) if get(raw) is not None else _normalize_raw(raw))]
         if len(where) != len(targets) and (b"```" in d or b"~~~" in d):
             # links in fenced code: blank the fences (newlines kept, so lines stay) and look again
-            parts, prev = [], 0
-            for a, b in _fenced_regions(d):
-                parts.append(d[prev:a])
-                parts.append(d[a:b].translate(_BLANK))
-                prev = b
+            parts, prev = [d[:start]], start
+            for a, b in _fenced_regions(d[start:]):
+                parts.append(d[prev : start + a])
+                parts.append(d[start + a : start + b].translate(_BLANK))
+                prev = start + b
             parts.append(d[prev:])
             d = b"".join(parts)
             find, count, match, findall = d.find, d.count, pat.match, pat.findall
-            raws = findall(d)
+            raws = findall(d, start)
             where = [r for r, raw in enumerate(raws) if (get(raw) if get(raw) is not None else _normalize_raw(raw))]
         if len(where) != len(targets):
             return None  # links in inline code, or the page changed since the scan
     out: list[int] = []
-    pos, line, last = 0, first, 0  # where the next search starts; the line at ``last``
+    pos, line, last = start, first, start  # where the next search starts; the line at ``last``
     for j in wanted:
         r = j if where is None else where[j]
         raw = raws[r]
