@@ -60,15 +60,21 @@ def test_every_rule_fires_exactly_once_at_its_file_and_line(broken):
     assert by_rule["link-ambiguous"][0].data["candidates"] == ["notes/twin.md", "other/twin.md"]
 
 
-def test_two_processes_find_the_same(broken, monkeypatch):
+def _one_and_two_processes(root: Path, monkeypatch) -> tuple[list, list, list[dict]]:
+    """Findings with one process and with two, and what the second process suggested."""
     from episteme import lint as L
 
-    root, _ = broken
     one = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=1).findings]
     answered: list[dict] = []
     collect = L._SuggestAhead.collect
     monkeypatch.setattr(L._SuggestAhead, "collect", lambda self: answered.append(collect(self)) or answered[-1])
     two = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=2).findings]
+    return one, two, answered
+
+
+def test_two_processes_find_the_same(broken, monkeypatch):
+    root, _ = broken
+    one, two, answered = _one_and_two_processes(root, monkeypatch)
     assert one == two
     # the second process found the suggestion (and only for the target that dangles)
     assert answered == [{"alpah": "alpha.md"}]
@@ -89,11 +95,7 @@ def test_suggestions_from_the_second_process_match_one_process(tmp_path: Path, m
             f"---\ntitle: {a.title()} {b.title()} {i}\naliases: [{a[:3]}{i}]\n---\n"
             f"See [[{b.title()} {a.title()} {i}]], [[{a}-{b}-{(i + 1) % 60}]], [[{a[:3]}{(i + 7) % 60}]] and "
             f"[[{a.title()} {b.title()} {i + 1}x]].\n", encoding="utf-8")
-    one = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=1).findings]
-    answered: list[dict] = []
-    collect = L._SuggestAhead.collect
-    monkeypatch.setattr(L._SuggestAhead, "collect", lambda self: answered.append(collect(self)) or answered[-1])
-    two = [f.to_dict() for f in lint_wiki(root, today=TODAY_D, jobs=2).findings]
+    one, two, answered = _one_and_two_processes(root, monkeypatch)
     assert one == two
     dangling = {f["target"].lower() for f in one if f["rule"] == "link-dangling"}
     assert len(dangling) > 60 and sum(1 for f in one if f.get("suggestion")) > 60

@@ -1011,25 +1011,13 @@ class Followup:
 
     def answers(self) -> list[Any]:
         """One answer per child still running the follow-up, in part order (``None`` where it failed)."""
-        import pickle
 
         out = []
         pending, self._pending = self._pending, []
         for pid, fd in pending:
-            chunks = []
-            try:
-                while chunk := os.read(fd, 1 << 20):
-                    chunks.append(chunk)
-            finally:
-                os.close(fd)
+            payload = _read_to_end(fd)
             _, status = os.waitpid(pid, 0)
-            answer = None
-            if status == 0 and chunks:
-                try:
-                    answer = pickle.loads(b"".join(chunks))
-                except Exception:  # a truncated answer is a failed child
-                    answer = None
-            out.append(answer)
+            out.append(_unpickle(payload) if status == 0 else None)
         return out
 
     def close(self) -> None:
@@ -1043,6 +1031,29 @@ class Followup:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+
+
+def _read_to_end(fd: int) -> bytes:
+    """Everything a pipe gives until its writer closes it; the pipe is closed."""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks)
+
+
+def _unpickle(payload: bytes) -> Any:
+    """A child's pickled result, or ``None`` when there is none or it was cut short."""
+    import pickle
+
+    if not payload:
+        return None
+    try:
+        return pickle.loads(payload)
+    except Exception:
+        return None
 
 
 def _send_some(fd: int, payload: bytes) -> bytes:
@@ -1131,18 +1142,7 @@ def fork_map(
         raise
     live = []  # children that sent their result and wait for (the rest of) the request
     for pid, r, part, req_w, ans_r in children:
-        chunks = []
-        try:
-            while chunk := os.read(r, 1 << 20):
-                chunks.append(chunk)
-        finally:
-            os.close(r)
-        got = None
-        if chunks:
-            try:
-                got = pickle.loads(b"".join(chunks))
-            except Exception:  # cut short: the child died while sending
-                got = None
+        got = _unpickle(_read_to_end(r))  # (None: the child died, perhaps while sending)
         if followup is None:
             _, status = os.waitpid(pid, 0)
             if status != 0:
