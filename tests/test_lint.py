@@ -433,3 +433,24 @@ def test_reported_link_lines_agree_with_the_full_scan():
             sure += 1
             assert got == [full.lines[j] for j in wanted], data.decode()
     assert 100 < sure < 400  # the quick way answers many pages (fenced code and all), not all
+
+
+def test_ratio_is_difflibs_to_the_last_bit():
+    """The suggestions' ratio and quick_ratio equal difflib's exactly (ties between candidate
+    pages are decided on them), on random strings dense in repeats, and on a long second string
+    (difflib's automatic junk: left to difflib)."""
+    import difflib
+    import random
+
+    from episteme.lint import _Ratio
+
+    rng = random.Random(11)
+    for _ in range(20000):
+        a = "".join(rng.choice("abcde -.é") for _ in range(rng.randint(0, 30)))
+        b = "".join(rng.choice("abcde -.é") for _ in range(rng.randint(0, 40)))
+        sm = difflib.SequenceMatcher(None, a, b)
+        r = _Ratio(b)
+        assert (r.ratio(a), r.quick_ratio(a)) == (sm.ratio(), sm.quick_ratio()), (a, b)
+    long_b = "".join(rng.choice("ab ") for _ in range(260))
+    for a in ("ab ab", "b" * 40, long_b[5:90]):
+        assert _Ratio(long_b).ratio(a) == difflib.SequenceMatcher(None, a, long_b).ratio()
