@@ -15,6 +15,7 @@ import datetime as _dt
 import os
 import re
 from collections import namedtuple
+from json.encoder import encode_basestring as _json_str  # (C; what the encoder uses)
 
 from .pages import (
     _LINK_HEAD,
@@ -143,8 +144,7 @@ class Finding(Record):
         """``encode(self.to_dict())`` for a ``json.JSONEncoder(ensure_ascii=False).encode``,
         written directly: a report of thousands of findings spent more time making dicts
         for the encoder than encoding them."""
-        from json.encoder import encode_basestring as q  # (the C one, as the encoder uses)
-
+        q = _json_str
         line = "null" if self.line is None else str(int(self.line))
         out = (f'{{"rule": {q(self.rule)}, "severity": {q(self.severity)}, "file": {q(self.file)}, '
                f'"line": {line}, "message": {q(self.message)}, "fixable": {"true" if self.fixable else "false"}')
