@@ -90,7 +90,10 @@ def check_pdf_bytes(data: bytes, max_bytes: int | None = DEFAULT_MAX_BYTES) -> N
         raise PdfError("corrupt", "the PDF is truncated or corrupt: no %%EOF marker at the end")
 
 
-def _open(data: bytes):
+def open_pdf(data: bytes, max_pages: int | None = None):
+    """A ``pypdf.PdfReader`` over ``data`` (checked by :func:`check_pdf_bytes` first), or a
+    :class:`PdfError` saying why not: encrypted, corrupt, empty, or over ``max_pages``.  The
+    splitter and the server's upfront check open PDFs the same way, so they refuse the same."""
     import io
     import logging
 
@@ -117,6 +120,8 @@ def _open(data: bytes):
         raise PdfError("corrupt", f"the PDF is corrupt and cannot be read ({type(e).__name__})") from e
     if n == 0:
         raise PdfError("empty", "the PDF has no pages")
+    if max_pages and n > max_pages:
+        raise PdfError("too_large", f"the PDF has {n} pages, over the limit of {max_pages}")
     return reader
 
 
@@ -356,10 +361,8 @@ def split_pdf(
     except OSError as e:
         raise PdfError("not_pdf", f"cannot read {path}: {e.strerror or e}") from e
     check_pdf_bytes(data, max_bytes)
-    reader = _open(data)
+    reader = open_pdf(data, max_pages)
     n_pages = len(reader.pages)
-    if max_pages is not None and n_pages > max_pages:
-        raise PdfError("too_large", f"the PDF has {n_pages} pages, over the limit of {max_pages}")
     pages: list[list[Line]] = []
     heights: list[float] = []
     warnings: list[str] = []
@@ -446,6 +449,7 @@ __all__ = [
     "PdfError",
     "SplitResult",
     "check_pdf_bytes",
+    "open_pdf",
     "split_pdf",
     "KNOWN",
 ]

@@ -817,30 +817,11 @@ async def _receive_upload(settings, file) -> tuple[Path, str]:
 
 
 def _check_pages(data: bytes, max_pages: int) -> None:
-    """Open the PDF (pypdf, as the splitter does) to reject unreadable or over-long files up
-    front, so ``?wait=false`` never queues a job that is bound to fail on them."""
-    import io
+    """Open the PDF as the splitter will, to reject unreadable or over-long files up front, so
+    ``?wait=false`` never queues a job that is bound to fail on them."""
+    from .pdfsplit import open_pdf
 
-    from .pdfsplit import PdfError
-
-    try:
-        import pypdf
-
-        reader = pypdf.PdfReader(io.BytesIO(data), strict=False)
-        if reader.is_encrypted:
-            try:
-                reader.decrypt("")
-            except Exception:
-                raise PdfError("encrypted", "the PDF is encrypted and cannot be opened") from None
-        n = len(reader.pages)
-    except PdfError:
-        raise
-    except Exception as e:
-        raise PdfError("corrupt", f"the PDF is corrupt and cannot be read ({type(e).__name__})") from e
-    if n == 0:
-        raise PdfError("empty", "the PDF has no pages")
-    if max_pages and n > max_pages:
-        raise PdfError("too_large", f"the PDF has {n} pages, over the limit of {max_pages}")
+    open_pdf(data, max_pages)
 
 
 def serve(settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
