@@ -28,6 +28,7 @@ from .pages import (
     _frontmatter_bounds,
     _normalize_raw,
     lean_page,
+    map_pages,
     parse_page,
     read_bytes,
 )
@@ -597,26 +598,9 @@ def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile
     ``meanwhile(first_ids, first_rows)`` as there.  ``followup``: a
     :class:`episteme.pages.Followup` for the second process, used only when one runs
     (``followup.used`` says so); its ``context`` gets ``ids`` before the fork."""
-    from . import pages as _pages
-
-    ids = _pages.iter_page_files(root)
-    if jobs is None:
-        jobs = _pages.default_jobs(len(ids))
     fm_on = bool(rules.enabled & _FM_RULES)
 
     def work(root: str, part: list[str]) -> list[tuple]:
         return [lean_row(root, pid, rules, fm_on) for pid in part]
 
-    try:
-        if jobs <= 1 or len(ids) < 2 or not _pages._can_fork():
-            return ids, work(root, ids)
-        if followup is not None:
-            followup.context.update(ids=ids)
-            followup.used = True
-        parts = _pages.fork_map(work, root, _pages._split(ids, jobs), meanwhile=meanwhile, followup=followup)
-        rows = parts[0]
-        for more in parts[1:]:
-            rows.extend(more)
-        return ids, rows  # contiguous slices of a sorted list, in order: still sorted
-    finally:
-        _pages._clear_caches()
+    return map_pages(root, work, jobs=jobs, meanwhile=meanwhile, followup=followup)

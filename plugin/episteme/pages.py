@@ -1182,25 +1182,43 @@ def _clear_caches() -> None:
         _TARGETS.clear()
 
 
-def scan_wiki(root: str | os.PathLike, *, jobs: int | None = None) -> list[Page]:
-    """Every page under ``root``, parsed, sorted by id.
-
-    ``jobs``: processes (``None`` = :func:`default_jobs`, ``1`` = in this process).  Results
-    are identical either way."""
+def map_pages(
+    root: str | os.PathLike, work: Any, *, jobs: int | None = None, child_work: Any = None,
+    meanwhile: Any = None, followup: Followup | None = None,
+) -> tuple[list[str], list]:
+    """``(ids, rows)``: every page id under ``root`` (sorted) and ``work(root, ids)``'s rows,
+    one per page in id order, made in this process or, on big wikis, in contiguous parts with
+    forked children (:func:`fork_map`; ``child_work``, ``meanwhile`` and ``followup`` as there,
+    the follow-up's ``context`` getting ``ids`` before the fork and ``used`` set only when one
+    runs).  ``jobs``: processes (``None`` = :func:`default_jobs`, ``1`` = in this process).
+    The per-scan caches are cleared at the end."""
     root = os.fspath(root)
     ids = iter_page_files(root)
     if jobs is None:
         jobs = default_jobs(len(ids))
     try:
         if jobs <= 1 or len(ids) < 2 or not _can_fork():
-            return _scan_chunk(root, ids)
-        parts = fork_map(_scan_chunk, root, _split(ids, jobs), _scan_packed)
-        out = parts[0]  # Page objects from this process, tuples from the children
-        for rows in parts[1:]:
-            out.extend(row if type(row) is Page else Page(*row) for row in rows)
-        return out  # contiguous slices of a sorted list, in order: still sorted
+            return ids, work(root, ids)
+        if followup is not None:
+            followup.context["ids"] = ids
+            followup.used = True
+        parts = fork_map(work, root, _split(ids, jobs), child_work, meanwhile, followup)
+        rows = parts[0]
+        for more in parts[1:]:
+            rows.extend(more)
+        return ids, rows  # contiguous slices of a sorted list, in order: still sorted
     finally:
         _clear_caches()
+
+
+def scan_wiki(root: str | os.PathLike, *, jobs: int | None = None) -> list[Page]:
+    """Every page under ``root``, parsed, sorted by id.
+
+    ``jobs``: processes (``None`` = :func:`default_jobs`, ``1`` = in this process).  Results
+    are identical either way."""
+    _, rows = map_pages(root, _scan_chunk, jobs=jobs, child_work=_scan_packed)
+    # Page objects from this process, tuples from the children
+    return [row if type(row) is Page else Page(*row) for row in rows]
 
 
 def scan_wiki_lean(
@@ -1210,17 +1228,4 @@ def scan_wiki_lean(
     needs and nothing more (see :func:`lean_page`).  Same files, frontmatter and link
     targets as :func:`scan_wiki`; ``jobs`` as there.  ``meanwhile(first_ids, first_rows)``:
     see :func:`fork_map` (called only when a second process runs)."""
-    root = os.fspath(root)
-    ids = iter_page_files(root)
-    if jobs is None:
-        jobs = default_jobs(len(ids))
-    try:
-        if jobs <= 1 or len(ids) < 2 or not _can_fork():
-            return ids, _lean_chunk(root, ids)
-        parts = fork_map(_lean_chunk, root, _split(ids, jobs), meanwhile=meanwhile)
-        rows = parts[0]
-        for more in parts[1:]:
-            rows.extend(more)
-        return ids, rows
-    finally:
-        _clear_caches()
+    return map_pages(root, _lean_chunk, jobs=jobs, meanwhile=meanwhile)
