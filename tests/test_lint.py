@@ -454,3 +454,11 @@ def test_ratio_is_difflibs_to_the_last_bit():
     long_b = "".join(rng.choice("ab ") for _ in range(260))
     for a in ("ab ab", "b" * 40, long_b[5:90]):
         assert _Ratio(long_b).ratio(a) == difflib.SequenceMatcher(None, a, long_b).ratio()
+
+
+def test_usage_errors_come_in_the_format_asked_for(broken):
+    root, _ = broken
+    as_json = run("--wiki", str(root), "--format=json", "--rule", "no-such-rule")
+    assert as_json.returncode == 2 and "no-such-rule" in json.loads(as_json.stdout)["error"]
+    as_text = run("--wiki", str(root), "--rule", "no-such-rule")  # text is lint's default
+    assert as_text.returncode == 2 and as_text.stdout == "" and "no-such-rule" in as_text.stderr

@@ -61,6 +61,18 @@ def dumps_records(data: dict[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}" if parts else "{}"
 
 
+def format_is_json(argv: list[str], *, default: bool) -> bool:
+    """Whether ``argv`` asks for ``--format json`` (``default`` when it names no format): read
+    from the raw arguments, so that even an error in parsing them is reported in the format
+    the caller asked for."""
+    for i, a in enumerate(argv):
+        if a == "--format" and i + 1 < len(argv):
+            return argv[i + 1] == "json"
+        if a.startswith("--format="):
+            return a.split("=", 1)[1] == "json"
+    return default
+
+
 def prog_name(command: str, script: str) -> str:
     """``episteme <command>`` when run through the console command, else the script's name, so
     usage lines and errors name what the user actually typed."""

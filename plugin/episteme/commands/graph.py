@@ -11,7 +11,7 @@ import datetime as _dt
 import os
 import sys
 
-from ..cliutil import ArgumentParser, print_json, prog_name, run_main
+from ..cliutil import ArgumentParser, format_is_json, print_json, prog_name, run_main
 from ..errors import UsageError
 
 MODES = ("stats", "neighbors", "shortest-path", "hubs", "orphans", "cluster", "query")
@@ -48,6 +48,11 @@ class _HelpFormatter(argparse.HelpFormatter):
         raise AttributeError(name)
 
 
+#: the --jobs help of every command that scans the wiki (pages.default_jobs decides)
+JOBS_HELP = ("scan processes (default: $EPISTEME_JOBS, else one per 4000 pages from 8000 pages on, "
+             "at most one per usable CPU)")
+
+
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog=prog_name("graph", "graph_query.py"),
@@ -75,19 +80,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument(
         "--jobs",
         type=int,
-        help="scan processes (default: $EPISTEME_JOBS, else one per 4000 pages from 8000 pages on, "
-        "at most one per usable CPU)",
+        help=JOBS_HELP,
     )
     return p
-
-
-def _wants_json(argv: list[str]) -> bool:
-    for i, a in enumerate(argv):
-        if a == "--format" and i + 1 < len(argv):
-            return argv[i + 1] == "json"
-        if a.startswith("--format="):
-            return a.split("=", 1)[1] == "json"
-    return True
 
 
 def graph_query(
@@ -198,4 +193,4 @@ def _run(argv: list[str], hold: list | None = None) -> int:
 def main(argv: list[str] | None = None, *, hold: list | None = None) -> int:
     """The command.  ``hold``: see :func:`graph_query` (for a caller that exits right after)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return run_main(lambda: _run(argv, hold), json_errors=lambda: _wants_json(argv))
+    return run_main(lambda: _run(argv, hold), json_errors=lambda: format_is_json(argv, default=True))

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-from ..cliutil import ArgumentParser, print_json, prog_name, run_main
+from ..cliutil import ArgumentParser, format_is_json, print_json, prog_name, run_main
 from ..errors import UsageError
 
 TYPE_CHECKING = False
@@ -27,7 +27,8 @@ _GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def build_parser() -> ArgumentParser:
-    from .graph import _HelpFormatter  # asks for the terminal width only when help is printed
+    # (from graph: the --jobs help, and a formatter that asks for the terminal width only for help)
+    from .graph import JOBS_HELP, _HelpFormatter
 
     p = ArgumentParser(
         prog=prog_name("lint", "wiki_lint.py"),
@@ -45,22 +46,13 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--disable", action="append", metavar="R", help="skip these rules (in addition to SCHEMA.md)")
     p.add_argument("--list-rules", action="store_true", help="print every rule id with its severity and exit")
     p.add_argument("--today", help="reference date for memory tiers, YYYY-MM-DD (default: today)")
-    p.add_argument("--jobs", type=int, help="scan processes (default: 2 for big wikis, else 1)")
+    p.add_argument("--jobs", type=int, help=JOBS_HELP)
     p.add_argument("--sqlite-path", help="--stores: SQLite file (default: <wiki>/.episteme/sections.db)")
     p.add_argument("--chroma-path", help="--stores: Chroma folder (default: <wiki>/.episteme/chroma)")
     p.add_argument("--chroma-host", help="--stores: a Chroma server host")
     p.add_argument("--chroma-port", type=int, help="--stores: the Chroma server's port")
     p.add_argument("--embedding-model", help="--stores: the configured embedding model")
     return p
-
-
-def _wants_json(argv: list[str]) -> bool:
-    for i, a in enumerate(argv):
-        if a == "--format" and i + 1 < len(argv):
-            return argv[i + 1] == "json"
-        if a.startswith("--format="):
-            return a.split("=", 1)[1] == "json"
-    return False
 
 
 def _settings(args, wiki: str):
@@ -191,4 +183,4 @@ def main(argv: list[str] | None = None, *, hold: list | None = None) -> int:
     """The command.  ``hold``: a list the report is appended to, so that a caller that exits
     right after (``os._exit``) never frees its pages and findings one by one."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return run_main(lambda: _run(argv, hold), json_errors=lambda: _wants_json(argv))
+    return run_main(lambda: _run(argv, hold), json_errors=lambda: format_is_json(argv, default=False))
