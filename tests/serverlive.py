@@ -66,6 +66,18 @@ class LiveServer:
         self.thread.join(30)
 
 
+@contextlib.contextmanager
+def serve_copy(template: Path, dest: Path, **settings):
+    """A :class:`LiveServer` (extractive writer) over a private copy, at ``dest``, of the wiki
+    of a template (``ingested_template``/``written_template``); ``settings`` as for
+    ``wiki_settings``."""
+    from ingested_wiki import wiki_settings
+
+    shutil.copytree(template / "wiki", dest)
+    with LiveServer(wiki_settings(dest, **settings), write_mode="extractive") as srv:
+        yield srv
+
+
 def request(method: str, url: str, *, data: bytes | None = None, headers: dict | None = None,
             timeout: float = 600) -> tuple[int, dict, dict]:
     """A plain HTTP request (urllib): (status, JSON body or {"_raw": text}, headers)."""

@@ -17,6 +17,7 @@ from serverlive import (
     LiveServer,
     post_json,
     request,
+    serve_copy,
     upload,
     wait_job,
     written_template,  # noqa: F401  (fixture)
@@ -28,19 +29,14 @@ REAL_PAPER = "bahdanau_1409.0473v7.pdf"
 @pytest.fixture(scope="module")
 def live(written_template, tmp_path_factory):  # noqa: F811
     """One server for the module over a private copy of the written wiki."""
-    wiki = tmp_path_factory.mktemp("served") / "wiki"
-    shutil.copytree(written_template / "wiki", wiki)
-    with LiveServer(wiki_settings(wiki), write_mode="extractive") as srv:
+    with serve_copy(written_template, tmp_path_factory.mktemp("served") / "wiki") as srv:
         yield srv
 
 
 @pytest.fixture
 def limited(ingested_template, tmp_path):
     """A server with tiny limits (3 pages, 300 kB) over a copy of the ingested wiki."""
-    wiki = tmp_path / "wiki"
-    shutil.copytree(ingested_template / "wiki", wiki)
-    settings = wiki_settings(wiki, max_pdf_bytes=300_000, max_pages=3)
-    with LiveServer(settings, write_mode="extractive") as srv:
+    with serve_copy(ingested_template, tmp_path / "wiki", max_pdf_bytes=300_000, max_pages=3) as srv:
         yield srv
 
 

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from ingested_wiki import wiki_settings
 from serverlive import (  # noqa: F401  (written_template is a fixture)
     LiveServer,
     request,
+    serve_copy,
     small_paper_pdf,
     upload,
     wait_job,
@@ -34,9 +33,7 @@ def _bench():
 
 @pytest.fixture
 def served(written_template, tmp_path):  # noqa: F811
-    wiki = tmp_path / "wiki"
-    shutil.copytree(written_template / "wiki", wiki)
-    with LiveServer(wiki_settings(wiki), write_mode="extractive") as srv:
+    with serve_copy(written_template, tmp_path / "wiki") as srv:
         yield srv
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from ingested_wiki import wiki_settings
-from serverlive import LiveServer, small_paper_pdf, written_template  # noqa: F401
+from serverlive import LiveServer, serve_copy, small_paper_pdf, written_template  # noqa: F401
 
 REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "test-artifacts" / "ui"
@@ -33,9 +33,7 @@ def browser():
 
 @pytest.fixture(scope="module")
 def site(written_template, tmp_path_factory):  # noqa: F811
-    wiki = tmp_path_factory.mktemp("ui") / "wiki"
-    shutil.copytree(written_template / "wiki", wiki)
-    with LiveServer(wiki_settings(wiki), write_mode="extractive") as srv:
+    with serve_copy(written_template, tmp_path_factory.mktemp("ui") / "wiki") as srv:
         yield srv
 
 
