@@ -229,3 +229,18 @@ def test_long_lived_tracer_sees_a_removed_paper(ingested_wiki, embedder):
     assert res["unsupported_claims"] == [GAN_CLAIM]
     with pytest.raises(NotFoundError):
         t.trace(GAN_CLAIM, papers=GAN)
+
+
+@pytest.mark.parametrize("command", ["trace", "retrieve", "chat"])
+def test_usage_errors_follow_the_format_asked_for(command, capsys):
+    """A bad command line is reported as JSON on stdout by default, and only on stderr with
+    --format text, even when the error is in parsing the arguments themselves."""
+    import importlib
+
+    main = importlib.import_module(f"episteme.commands.{command}").main
+    assert main(["--format", "text", "--no-such-flag"]) == 2
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"error: episteme {command}: ")
+    assert main(["--no-such-flag"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["error"].startswith(f"episteme {command}: ")

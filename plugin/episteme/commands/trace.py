@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cliutil import ArgumentParser, print_json, run_main
+from ..cliutil import ArgumentParser, format_is_json, print_json, run_main
 from ._stores import add_store_options, settings_from_args
 
 
@@ -47,11 +47,10 @@ def read_answer(value: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    state = {"format": "json"}
+    argv = list(sys.argv[1:] if argv is None else argv)
 
     def body() -> int:
         args = build_parser().parse_args(argv)
-        state["format"] = args.format
         from ..errors import UsageError
         from ..trace import Tracer, format_trace_text
 
@@ -69,4 +68,4 @@ def main(argv: list[str] | None = None) -> int:
             print_json(result)
         return 0
 
-    return run_main(body, json_errors=lambda: state["format"] == "json")
+    return run_main(body, json_errors=lambda: format_is_json(argv, default=True))
