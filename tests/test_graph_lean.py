@@ -336,15 +336,7 @@ FM_VALUES = [
 def test_fast_frontmatter_equals_pyyaml_on_random_blocks():
     """Random blocks of the shapes the fast path takes (and some it must decline): whenever
     it answers, PyYAML gives the same mapping (types included)."""
-
-    def same(a, b) -> bool:
-        if type(a) is not type(b):
-            return False
-        if isinstance(a, dict):
-            return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-        if isinstance(a, list):
-            return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-        return a == b
+    from test_pages import same
 
     rnd = random.Random(11)
     keys = ["title", "type", "tags", "yes", "null", "a.b", "_k", "k-1", "on"]

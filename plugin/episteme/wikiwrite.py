@@ -837,16 +837,7 @@ class WikiWriter:
         """Replace one section of ``page`` in place; every other byte of the page stays as it was
         (except the frontmatter's ``updated``/``sources``/``tags``).  ``None`` keeps a field;
         ``sources`` are added to the section's (``replace_sources`` to set them)."""
-        self._require_open()
-        if not SECTION_ID_RE.match(section_id or ""):
-            raise UsageError(f"invalid section id {section_id!r} (expected sec_NNN)")
-        rel, path = resolve_page(self.wiki, page)
-        if not path.is_file():
-            raise NotFoundError(self._where_is(section_id, f"page {rel} does not exist"))
-        text, parsed, fm, _ = self._load_or_new(rel, path, None, None, (), (), None)
-        old = parsed.get(section_id)
-        if old is None:
-            raise NotFoundError(self._where_is(section_id, f"{rel} has no section {section_id}"))
+        rel, path, text, parsed, fm, old = self._existing_section(page, section_id)
         new_title = validate_title(title) if title is not None else old.title
         new_desc = validate_description(description) if description is not None else old.description
         new_body = validate_body(body, new_title) if body is not None else old.body
@@ -866,9 +857,9 @@ class WikiWriter:
             self.updated.append(section_id)
         return WriteResult("updated", rel, section_id, new_title, new_desc, new_sources, False, self.recovered is not None)
 
-    def delete_section(self, page: str, section_id: str) -> str:
-        """Remove one section from ``page`` (its id is never handed out again) and from both
-        indexes; returns the page's relative path.  The page itself stays, even if empty."""
+    def _existing_section(self, page: str, section_id: str) -> tuple:
+        """``(rel, path, text, parsed, frontmatter, section)`` of ``section_id`` in the existing
+        ``page``, or the error that says what is missing (and where the id is, if elsewhere)."""
         self._require_open()
         if not SECTION_ID_RE.match(section_id or ""):
             raise UsageError(f"invalid section id {section_id!r} (expected sec_NNN)")
@@ -876,8 +867,15 @@ class WikiWriter:
         if not path.is_file():
             raise NotFoundError(self._where_is(section_id, f"page {rel} does not exist"))
         text, parsed, fm, _ = self._load_or_new(rel, path, None, None, (), (), None)
-        if parsed.get(section_id) is None:
+        sec = parsed.get(section_id)
+        if sec is None:
             raise NotFoundError(self._where_is(section_id, f"{rel} has no section {section_id}"))
+        return rel, path, text, parsed, fm, sec
+
+    def delete_section(self, page: str, section_id: str) -> str:
+        """Remove one section from ``page`` (its id is never handed out again) and from both
+        indexes; returns the page's relative path.  The page itself stays, even if empty."""
+        rel, path, text, parsed, fm, _ = self._existing_section(page, section_id)
         new_text = splice_page(text, parsed, fm, remove=section_id)
         remaining = ParsedPage(parsed.frontmatter_text, parsed.preamble, [s for s in parsed.sections if s.id != section_id])
         _verify_round_trip(rel, new_text, remaining, None)
