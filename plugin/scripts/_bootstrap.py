@@ -80,3 +80,20 @@ def require(*modules: str) -> None:
         f"  (it builds a virtualenv with everything episteme needs; the scripts then use it)\n"
     )
     sys.exit(3)
+
+
+def run_once(main) -> None:
+    """Run a one-shot command ``main(hold=list)`` and end the process with its status.
+
+    No cyclic garbage collection (a collection right after a scan walks every page object
+    the command holds: ~9 ms at 10k pages), and ``os._exit`` at the end, with the result held
+    in ``hold``, so that nothing is freed object by object at interpreter exit (tens of
+    milliseconds on a large wiki; the OS takes the memory back at once)."""
+    import gc
+
+    gc.disable()
+    held: list = []
+    rc = main(hold=held)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(rc)

@@ -4,8 +4,6 @@ memory tiers, and with ``--stores`` raw/ + SQLite + Chroma.  ``--fix`` applies t
 repairs.  ``--help`` lists the options; the logic is in ``episteme.commands.lint`` (the same as
 ``episteme lint``)."""
 
-import gc
-import os
 import sys
 
 import _bootstrap
@@ -18,12 +16,4 @@ else:
 from episteme.commands.lint import main  # noqa: E402
 
 if __name__ == "__main__":
-    # A one-shot command that ends with os._exit (as graph_query.py): no cyclic garbage is
-    # worth collecting, and the report (every page object) is held until the exit so that it
-    # is never freed object by object.
-    gc.disable()
-    held: list = []
-    rc = main(hold=held)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(rc)
+    _bootstrap.run_once(main)
