@@ -462,3 +462,5 @@ def test_usage_errors_come_in_the_format_asked_for(broken):
     assert as_json.returncode == 2 and "no-such-rule" in json.loads(as_json.stdout)["error"]
     as_text = run("--wiki", str(root), "--rule", "no-such-rule")  # text is lint's default
     assert as_text.returncode == 2 and as_text.stdout == "" and "no-such-rule" in as_text.stderr
+    bad_day = run("--wiki", str(root), "--today", "2026-13-01")
+    assert bad_day.returncode == 2 and "--today must be YYYY-MM-DD, got '2026-13-01'" in bad_day.stderr

@@ -73,6 +73,21 @@ def format_is_json(argv: list[str], *, default: bool) -> bool:
     return default
 
 
+def date_arg(value: str | None, flag: str):
+    """``--today``-style ``YYYY-MM-DD`` option as a ``datetime.date`` (``None`` when not
+    given); anything else is a usage error naming ``flag``."""
+    if not value:
+        return None
+    import datetime
+
+    try:
+        return datetime.date.fromisoformat(value)
+    except ValueError:
+        from .errors import UsageError
+
+        raise UsageError(f"{flag} must be YYYY-MM-DD, got {value!r}") from None
+
+
 def prog_name(command: str, script: str) -> str:
     """``episteme <command>`` when run through the console command, else the script's name, so
     usage lines and errors name what the user actually typed."""

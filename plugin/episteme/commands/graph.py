@@ -11,7 +11,7 @@ import datetime as _dt
 import os
 import sys
 
-from ..cliutil import ArgumentParser, format_is_json, print_json, prog_name, run_main
+from ..cliutil import ArgumentParser, date_arg, format_is_json, print_json, prog_name, run_main
 from ..errors import UsageError
 
 MODES = ("stats", "neighbors", "shortest-path", "hubs", "orphans", "cluster", "query")
@@ -162,12 +162,7 @@ def _run(argv: list[str], hold: list | None = None) -> int:
     mode = args.mode
     if args.format == "mermaid" and mode not in ("neighbors", "shortest-path", "cluster"):
         raise UsageError(f"--format mermaid is available for neighbors, shortest-path and cluster, not {mode}")
-    today = None
-    if args.today:
-        try:
-            today = _dt.date.fromisoformat(args.today)
-        except ValueError:
-            raise UsageError(f"--today must be YYYY-MM-DD, got {args.today!r}") from None
+    today = date_arg(args.today, "--today")
 
     wiki = args.wiki or os.environ.get("WIKI_PATH") or "wiki"
     result = graph_query(

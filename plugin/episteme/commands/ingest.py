@@ -14,7 +14,7 @@ gains ``wiki_pages_updated``, ``new_sections``, ``updated_sections`` (and ``llm_
 
 from __future__ import annotations
 
-from ..cliutil import ArgumentParser, print_json, run_main
+from ..cliutil import ArgumentParser, date_arg, print_json, run_main
 from ._stores import add_store_options, settings_from_args
 
 
@@ -38,19 +38,13 @@ def build_parser() -> ArgumentParser:
 
 def _write(settings, result: dict, args) -> dict:
     """Run the wiki writer on one ingested paper and merge its keys into ``result``."""
-    import datetime as _dt
     import sys
 
-    from ..errors import EpistemeError, UsageError
+    from ..errors import EpistemeError
     from ..llm import format_usage
     from ..writer import write_paper
 
-    today = None
-    if args.date:
-        try:
-            today = _dt.date.fromisoformat(args.date)
-        except ValueError:
-            raise UsageError(f"--date must be YYYY-MM-DD, got {args.date!r}") from None
+    today = date_arg(args.date, "--date")
     try:
         out = write_paper(settings, result["paper"], writer=args.writer, dry_run=args.dry_run,
                           today=today, force=args.force_write)

@@ -10,12 +10,11 @@ line), ``json`` (``{"findings": [...], "summary": {...}, "fixes": [...]}``) and 
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import sys
 import time
 
-from ..cliutil import ArgumentParser, format_is_json, print_json, prog_name, run_main
+from ..cliutil import ArgumentParser, date_arg, format_is_json, print_json, prog_name, run_main
 from ..errors import UsageError
 
 TYPE_CHECKING = False
@@ -82,12 +81,7 @@ def _run(argv: list[str], hold: list | None = None) -> int:
     disable = L.parse_rule_args(args.disable)
     if args.jobs is not None and args.jobs < 1:
         raise UsageError("--jobs must be >= 1")
-    today = None
-    if args.today:
-        try:
-            today = _dt.date.fromisoformat(args.today)
-        except ValueError:
-            raise UsageError(f"--today must be YYYY-MM-DD, got {args.today!r}") from None
+    today = date_arg(args.today, "--today")
     store_opts = [args.sqlite_path, args.chroma_path, args.chroma_host, args.chroma_port, args.embedding_model]
     if not args.stores and any(v is not None for v in store_opts):
         raise UsageError("--sqlite-path/--chroma-*/--embedding-model only apply with --stores")
