@@ -78,6 +78,28 @@ def serve_copy(template: Path, dest: Path, **settings):
         yield srv
 
 
+#: the question the "one true claim, one invented claim" answers are about
+ATTENTION_Q = "How does multi-head attention work?"
+
+
+def half_invented_answer(wiki: Path) -> tuple[str, str]:
+    """``(section id, answer)``: the wiki's top section for :data:`ATTENTION_Q` and an answer
+    citing it twice, once for what the Attention paper says (multi-head attention's
+    projections) and once for an invented claim (the Transformer trained on the Moon): what a
+    fake Claude answers to test that tracing supports the one and flags the other."""
+    from episteme.chat import QueryEngine
+    from ingested_wiki import wiki_settings
+
+    engine = QueryEngine(wiki_settings(wiki))
+    top = engine.retrieve(ATTENTION_Q)["sections"][0]["id"]
+    engine.close()
+    answer = (f"Multi-head attention linearly projects the queries, keys and values h times with "
+              f"different, learned linear projections and performs the attention function in "
+              f"parallel [{top}]. The Transformer was first trained on the Moon by 400 "
+              f"astronauts using steam-powered abacus clusters in 1962 [{top}].")
+    return top, answer
+
+
 def request(method: str, url: str, *, data: bytes | None = None, headers: dict | None = None,
             timeout: float = 600) -> tuple[int, dict, dict]:
     """A plain HTTP request (urllib): (status, JSON body or {"_raw": text}, headers)."""

@@ -14,7 +14,9 @@ from pathlib import Path
 import pytest
 from ingested_wiki import wiki_settings
 from serverlive import (
+    ATTENTION_Q,
     LiveServer,
+    half_invented_answer,
     post_json,
     request,
     serve_copy,
@@ -343,19 +345,11 @@ def test_chat_answers_with_traced_sources_like_the_cli(live):
 
 def test_chat_with_claude_marks_an_invented_claim_unsupported(written_template, tmp_path,  # noqa: F811
                                                                fake_anthropic):
-    from episteme.chat import QueryEngine
-
     wiki = tmp_path / "wiki"
     shutil.copytree(written_template / "wiki", wiki)
     settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
-    q = "How does multi-head attention work?"
-    engine = QueryEngine(wiki_settings(wiki))
-    top = engine.retrieve(q)["sections"][0]["id"]
-    engine.close()
-    answer = (f"Multi-head attention linearly projects the queries, keys and values h times with "
-              f"different, learned linear projections and performs the attention function in "
-              f"parallel [{top}]. The Transformer was first trained on the Moon by 400 "
-              f"astronauts using steam-powered abacus clusters in 1962 [{top}].")
+    q = ATTENTION_Q
+    top, answer = half_invented_answer(wiki)
     fake_anthropic.enqueue(fake_anthropic.tool_use_response(
         "answer", {"answer": answer, "sections_used": [top]}))
     with LiveServer(settings, write_mode="extractive") as srv:

@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 from ingested_wiki import wiki_settings
-from serverlive import LiveServer, serve_copy, small_paper_pdf, written_template  # noqa: F401
+from serverlive import (  # noqa: F401  (written_template is a fixture)
+    ATTENTION_Q,
+    LiveServer,
+    half_invented_answer,
+    serve_copy,
+    small_paper_pdf,
+    written_template,
+)
 
 REPO = Path(__file__).resolve().parent.parent
 SHOTS = REPO / "test-artifacts" / "ui"
@@ -166,18 +173,10 @@ def test_ask_shows_citations_passages_and_unsupported_claims(written_template, t
                                                              fake_anthropic, page):
     """Claude (the fake Messages API) answers with one true and one invented claim: the true one
     gets numbered citations that open the quoted passage; the invented one is marked."""
-    from episteme.chat import QueryEngine
-
     wiki = tmp_path / "wiki"
     shutil.copytree(written_template / "wiki", wiki)
-    q = "How does multi-head attention work?"
-    engine = QueryEngine(wiki_settings(wiki))
-    top = engine.retrieve(q)["sections"][0]["id"]
-    engine.close()
-    answer = (f"Multi-head attention linearly projects the queries, keys and values h times with "
-              f"different, learned linear projections and performs the attention function in "
-              f"parallel [{top}]. The Transformer was first trained on the Moon by 400 "
-              f"astronauts using steam-powered abacus clusters in 1962 [{top}].")
+    q = ATTENTION_Q
+    top, answer = half_invented_answer(wiki)
     fake_anthropic.enqueue(fake_anthropic.tool_use_response(
         "answer", {"answer": answer, "sections_used": [top]}))
     settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
