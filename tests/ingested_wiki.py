@@ -8,6 +8,7 @@ pytest-xdist workers share one build; each test then gets its own copy (``ingest
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import hashlib
 import json
@@ -17,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -48,12 +50,39 @@ def _cache_key(papers: list[Path]) -> str:
     return h.hexdigest()[:20]
 
 
-def _prune(root: Path, keep: Path, max_age_s: float = 86400.0) -> None:
-    """Drop templates of older code versions (a day old: other sessions may still use them)."""
-    now = time.time()
-    for old in root.glob("ingested-*"):
-        if old != keep and old.is_dir() and now - old.stat().st_mtime > max_age_s:
-            shutil.rmtree(old, ignore_errors=True)
+def cache_root() -> Path:
+    """Where built test fixtures are kept between runs (``$EPISTEME_TEST_CACHE``)."""
+    root = Path(os.environ.get("EPISTEME_TEST_CACHE", Path(tempfile.gettempdir()) / "episteme-test-cache"))
+    root.mkdir(parents=True, exist_ok=True)
+    return root
+
+
+@contextlib.contextmanager
+def cached_build(name: str, done: str) -> Iterator[Path | None]:
+    """Build ``<cache>/<name>`` once, whichever test worker gets there first (a file lock).
+
+    Yields ``None`` when the folder is complete already (it holds ``done``), else a fresh
+    build folder for the block to fill, ``done`` included; it replaces ``<cache>/<name>`` when
+    the block ends without an error.  ``name`` is ``<kind>-<key of the code and inputs>``:
+    folders of the same kind and another key, a day old (other sessions may still use them),
+    are removed then."""
+    root = cache_root()
+    target = root / name
+    with open(root / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (target / done).exists():
+            yield None
+            return
+        build = root / f".{name}.{os.getpid()}.build"
+        shutil.rmtree(build, ignore_errors=True)
+        build.mkdir()
+        yield build
+        shutil.rmtree(target, ignore_errors=True)
+        os.replace(build, target)
+        now = time.time()
+        for old in root.glob(name.split("-", 1)[0] + "-*"):
+            if old != target and old.is_dir() and now - old.stat().st_mtime > 86400:
+                shutil.rmtree(old, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")
@@ -69,15 +98,9 @@ def ingested_template(papers_dir: Path) -> Path:
     """A cached folder ``<key>/`` with ``wiki/`` (ingested papers) and ``ingest.json`` (what
     ``episteme ingest`` printed).  Read-only: copy it (``ingested_wiki``) before writing."""
     papers = [papers_dir / name for name in INGEST_PAPERS]
-    root = Path(os.environ.get("EPISTEME_TEST_CACHE", Path(tempfile.gettempdir()) / "episteme-test-cache"))
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / f"ingested-{_cache_key(papers)}"
-    with open(root / f"{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (target / "ingest.json").is_file():
-            build = root / f".{target.name}.{os.getpid()}.build"
-            shutil.rmtree(build, ignore_errors=True)
-            build.mkdir()
+    name = f"ingested-{_cache_key(papers)}"
+    with cached_build(name, "ingest.json") as build:
+        if build is not None:
             # A separate process: no Chroma client of this worker stays open on the template.
             proc = subprocess.run(
                 [sys.executable, "-m", "episteme.cli", "ingest", *map(str, papers),
@@ -91,10 +114,7 @@ def ingested_template(papers_dir: Path) -> Path:
                 raise RuntimeError(f"building the ingested test wiki failed:\n{proc.stderr}")
             (build / "ingest.json").write_text(proc.stdout, encoding="utf-8")
             shutil.rmtree(build / "wiki" / ".episteme" / "tmp", ignore_errors=True)
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(build, target)
-            _prune(root, keep=target)
-    return target
+    return cache_root() / name
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,6 @@ the fixtures defined here become available to a module that imports them.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -23,6 +22,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from ingested_wiki import cache_root, cached_build
 
 REPO = Path(__file__).resolve().parent.parent
 WRITTEN_PAPERS = ("attention_1706.03762v5.pdf", "gan_1406.2661v1.pdf")
@@ -189,17 +189,9 @@ def small_paper_pdf(path: Path, tag: str) -> Path:
 def written_template(ingested_template: Path) -> Path:
     """``<cache>/written-<key>/wiki``: the ingested Attention + GAN wiki with pages written by
     the extractive writer (``episteme ingest`` + ``write_paper``), built once per code version."""
-    root = ingested_template.parent
-    target = root / ingested_template.name.replace("ingested-", "written-", 1)
-    now = time.time()
-    for old in root.glob("written-*"):  # templates of older code versions, a day old
-        if old != target and old.is_dir() and now - old.stat().st_mtime > 86400:
-            shutil.rmtree(old, ignore_errors=True)
-    with open(root / f"{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (target / "done").is_file():
-            build = root / f".{target.name}.{os.getpid()}.build"
-            shutil.rmtree(build, ignore_errors=True)
+    name = ingested_template.name.replace("ingested-", "written-", 1)
+    with cached_build(name, "done") as build:
+        if build is not None:
             shutil.copytree(ingested_template / "wiki", build / "wiki")
             code = (
                 "import json, sys\n"
@@ -221,9 +213,7 @@ def written_template(ingested_template: Path) -> Path:
                 raise RuntimeError(f"writing the test wiki failed:\n{proc.stderr}")
             (build / "write.json").write_text(proc.stdout, encoding="utf-8")
             (build / "done").write_text("ok", encoding="utf-8")
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(build, target)
-    return target
+    return cache_root() / name
 
 
 @pytest.fixture

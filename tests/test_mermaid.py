@@ -1,18 +1,16 @@
 """Mermaid output is valid for the REAL Mermaid parser (npm ``mermaid``, run by node).
 
 ``tests/mermaid/`` pins mermaid + jsdom (package-lock.json); the session fixture installs them
-once with ``npm ci`` into a cache folder outside the repo (``$EPISTEME_TEST_CACHE`` or
-``~/.cache/episteme-tests``), keyed by the lock file's hash, so a fresh CI machine installs and
-later runs reuse it.  The parser then reports each diagram's nodes (labels decoded the way
+once with ``npm ci`` into a cache folder outside the repo (``ingested_wiki.cached_build``:
+``$EPISTEME_TEST_CACHE``), keyed by the hash of the package files and the parse script, so a
+fresh CI machine installs and later runs reuse it.  The parser then reports each diagram's nodes (labels decoded the way
 Mermaid renders them) and edges, which must equal the pages and links of the graph result.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 import pytest
 from episteme import graph as G
 from episteme.graph_format import MERMAID_MAX_EDGES, render_mermaid
+from ingested_wiki import cache_root, cached_build
 
 HERE = Path(__file__).resolve().parent / "mermaid"
 
@@ -29,25 +28,19 @@ def mermaid_parse():
     node, npm = shutil.which("node"), shutil.which("npm")
     if not node or not npm:
         pytest.fail("node and npm are required for the Mermaid parser test (apt-get install nodejs npm)")
-    digest = hashlib.sha256(
-        (HERE / "package.json").read_bytes() + (HERE / "package-lock.json").read_bytes()
-    ).hexdigest()[:16]
-    base = Path(os.environ.get("EPISTEME_TEST_CACHE", Path.home() / ".cache" / "episteme-tests"))
-    target = base / f"mermaid-{digest}"
-    target.mkdir(parents=True, exist_ok=True)
-    with open(base / f"mermaid-{digest}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # pytest -n 2: one installer, the other waits
-        stamp = target / ".installed"
-        if not stamp.exists():
-            for name in ("package.json", "package-lock.json"):
-                shutil.copy(HERE / name, target / name)
+    files = ("package.json", "package-lock.json", "parse.mjs")
+    digest = hashlib.sha256(b"".join((HERE / name).read_bytes() for name in files)).hexdigest()[:16]
+    with cached_build(f"mermaid-{digest}", ".installed") as build:  # (one installer per machine)
+        if build is not None:
+            for name in files:
+                shutil.copy(HERE / name, build / name)
             r = subprocess.run(
                 [npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"],
-                cwd=target, capture_output=True, text=True, timeout=600,
+                cwd=build, capture_output=True, text=True, timeout=600,
             )
             assert r.returncode == 0, f"npm ci failed:\n{r.stderr[-3000:]}"
-            stamp.write_text(digest)
-        shutil.copy(HERE / "parse.mjs", target / "parse.mjs")
+            (build / ".installed").write_text(digest)
+    target = cache_root() / f"mermaid-{digest}"
 
     def parse(diagrams: list[str]) -> list[dict]:
         r = subprocess.run(

@@ -9,7 +9,6 @@ lock shared by pytest-xdist workers; tests copy the stage they need before touch
 from __future__ import annotations
 
 import datetime as dt
-import fcntl
 import json
 import os
 import random
@@ -18,7 +17,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -32,7 +30,7 @@ from episteme.wikiwrite import (
     pending_write,
     rebuild_indexes,
 )
-from ingested_wiki import _cache_key
+from ingested_wiki import _cache_key, cache_root, cached_build
 
 REPO = Path(__file__).resolve().parent.parent
 ATTENTION = "attention_1706.03762v5.pdf"
@@ -59,15 +57,9 @@ def writer_stages(papers_dir: Path) -> Path:
     """``<cache>/stores`` (both papers ingested, no pages), ``after_attention`` (Attention
     written), ``after_bert`` (then BERT written), and the JSON each ``ingest --write`` printed."""
     papers = [papers_dir / ATTENTION, papers_dir / BERT]
-    root = Path(os.environ.get("EPISTEME_TEST_CACHE", Path(tempfile.gettempdir()) / "episteme-test-cache"))
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / f"writer-{_cache_key(papers)}"
-    with open(root / f"{target.name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if not (target / "done").is_file():
-            build = root / f".{target.name}.{os.getpid()}.build"
-            shutil.rmtree(build, ignore_errors=True)
-            build.mkdir()
+    name = f"writer-{_cache_key(papers)}"
+    with cached_build(name, "done") as build:
+        if build is not None:
             wiki = build / "wiki"
             p = _cli("ingest", *map(str, papers), "--wiki", str(wiki), "--no-progress")
             assert p.returncode == 0, p.stderr
@@ -80,9 +72,7 @@ def writer_stages(papers_dir: Path) -> Path:
                 shutil.copytree(wiki, build / stage)
             shutil.rmtree(wiki)
             (build / "done").write_text("ok\n", encoding="utf-8")
-            shutil.rmtree(target, ignore_errors=True)
-            os.replace(build, target)
-    return target
+    return cache_root() / name
 
 
 def _copy(stages: Path, stage: str, tmp_path: Path) -> Path:
