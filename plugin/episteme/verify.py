@@ -294,6 +294,8 @@ def siblings(a: Ent | str, b: Ent | str, *, min_affix: int = 2) -> bool:
         return False
     if shape(normalize(ta).replace("-to-", "-")) != shape(normalize(tb).replace("-to-", "-")):
         return False
+    if re.sub(r"\d", "0", ka) == re.sub(r"\d", "0", kb) and re.search(r"[a-z]", ka):
+        return True  # told apart by digits only: P3/P4, VGG-16/VGG-19, CoNLL-2003/CoNLL-2012
     return _common_prefix(ka, kb) >= min_affix or _common_prefix(ka[::-1], kb[::-1]) >= min_affix
 
 
@@ -531,7 +533,7 @@ class Verifier:
         # 1. names the papers never mention
         for e in cents:
             if not any(found_e[i][cents.index(e)] for i in range(len(cands))) and self.in_scope is not None \
-                    and not self.in_scope(e.text):
+                    and not self._known(e):
                 sib = self._sibling_in(ev, e)
                 if sib is not None and cover[best] >= self.number_topic_cover:
                     return self._out(CONTRADICTED, "entity_mismatch",
@@ -620,6 +622,16 @@ class Verifier:
             seen.setdefault(e.key, e)
         return list(seen.values())
 
+    def _known(self, e: Ent) -> bool:
+        """Whether the papers in scope name ``e`` (a hyphenated compound such as ``root-to-w2``
+        counts when each of its parts is named)."""
+        if self.in_scope(e.text):
+            return True
+        parts = [p for p in re.split(r"-(?:to-)?", e.text) if len(p) >= 2]
+        if len(parts) < 2 or not all(re.search(r"[A-Za-z]", p) for p in parts):
+            return False  # "CoNLL-2012": the number is part of the name
+        return all(self.in_scope(p) for p in parts)
+
     @staticmethod
     def _has_entity(ev: Evidence, e: Ent) -> bool:
         key = e.key
@@ -664,58 +676,92 @@ class Verifier:
 
     def _binding(self, claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence):
         """``(code, reason, offset)`` when a claim value belongs to another name in ``ev``."""
-        # pair each claim number with its nearest claim name (following names slightly preferred:
-        # "27.3 BLEU on English-German")
-        pairs: list[tuple[Num, Ent]] = []
-        for n in cnums:
-            if n.word:
-                continue
-            best, dist = None, 1e9
-            for e in cents:
-                d = (e.start - n.end) - 8 if e.start >= n.end else (n.start - e.end)
-                d = abs(d) if e.start >= n.end else d
-                if d < dist:
-                    best, dist = e, d
-            if best is not None and dist < 60:
-                pairs.append((n, best))
-        if not pairs:
+        vals = [n for n in cnums if not n.word]
+        if not vals:
             return None
-        occ = {id(n): [en for en in ev.nums if en.lo is None and number_matches(n, en)] for n, _ in pairs}
-        # parallel order: two names and two values, listed in the same order in the passage
+        occ = {id(n): [en for en in ev.nums if en.lo is None and number_matches(n, en)] for n in vals}
+        # the names of the claim that the passage has siblings of: those a value can be misbound to
+        heads = {x.key for run in self._header_runs(ev) for x in run}
+        fam = [e for e in cents if e.key in heads or any(siblings(x, e) for x in ev.ents)]
+        pairs: list[tuple[Num, Ent]] = []
+        for n in vals:
+            best, dist = None, 1e9
+            for e in fam:
+                gap = (e.start - n.end) * 0.6 if e.start >= n.end else (n.start - e.end)
+                if gap < dist:
+                    best, dist = e, gap
+            if best is not None:
+                pairs.append((n, best))
+        # parallel order: names listed first ("on A and B"), then their values in the same order
         multi = [(n, e) for n, e in pairs if occ[id(n)]]
-        distinct = {e.key for _, e in multi}
-        if len(multi) >= 2 and len(distinct) >= 2:
-            (n1, e1), (n2, e2) = multi[0], next((p for p in multi[1:] if p[1].key != multi[0][1].key))
-            p1 = [x.start for x in ev.ents if x.key == e1.key]
-            p2 = [x.start for x in ev.ents if x.key == e2.key]
+        if len(multi) >= 2 and len({e.key for _, e in multi}) >= 2:
+            n1, e1 = multi[0]
+            n2, e2 = next(p for p in multi[1:] if p[1].key != e1.key)
+            p1 = [x for x in ev.ents if x.key == e1.key]
+            p2 = [x for x in ev.ents if x.key == e2.key]
             if p1 and p2 and siblings(e1, e2):
                 q1, q2 = occ[id(n1)][0].start, occ[id(n2)][0].start
-                names_first = max(p1[0], p2[0]) < min(q1, q2)
-                if names_first and (p1[0] < p2[0]) != (q1 < q2):
-                    return ("entity_swapped",
-                            f"the passage lists {ev.ents[[x.key for x in ev.ents].index(e1.key)].text} "
-                            f"and {e2.text} in the other order from their values: the claim's "
-                            f"{n1.text} belongs to {e2.text}", min(q1, q2))
-                if names_first:
+                if max(p1[0].start, p2[0].start) < min(q1, q2):
+                    if (p1[0].start < p2[0].start) != (q1 < q2):
+                        return ("values_swapped",
+                                f"the passage gives its values for {p1[0].text} and {p2[0].text} in "
+                                f"the other order: {n1.text} belongs to {p2[0].text}, not "
+                                f"{p1[0].text}", min(q1, q2))
                     return None
-        for n, e in pairs:
+        header = self._header(ev)
+
+        def owner(en: Num, e: Ent) -> Ent | None:
+            col = self._column_of(ev, en, e, None)
+            if col is not None:
+                return col
+            prev = [x for x in ev.ents if x.end <= en.start and (x.key == e.key or siblings(x, e))
+                    and not (header and x in header[0] and header[1] <= en.start)]
+            return prev[-1] if prev else None
+
+        for n in vals:
             hits = occ[id(n)]
-            if not hits:
+            if not hits or not fam:
                 continue
-            owners = []
-            for en in hits:
-                col = self._column_of(ev, en)
-                if col is not None and (col.key == e.key or siblings(col, e) or self._in_header(ev, e, en)):
-                    owners.append(col)
+            # a value is misbound when some claim name has an owner for it in the passage and
+            # no claim name owns it there
+            found = {(id(en), e.key): owner(en, e) for en in hits for e in fam}
+            if any(o is not None and o.key == k for (_i, k), o in found.items()):
+                continue
+            for e in fam:
+                owners = [found[(id(en), e.key)] for en in hits]
+                if all(o is not None for o in owners):
+                    return ("value_of_other",
+                            f"the passage gives {hits[0].text} for {owners[0].text}, not for {e.text}",
+                            hits[0].start)
+        return self._row_label(claim, vals, occ, ev)
+
+    def _row_label(self, claim: str, vals: list[Num], occ: dict, ev: Evidence):
+        """In table text, the words just before a value are its row label ("No authors 0.3M").
+        A claim value whose row label shares no word with the claim, while another row's label
+        does, is given in the passage for that other row."""
+        text = normalize(ev.text)
+        cterms = _stems(re.sub(r"\d", " ", claim))
+        for n in vals:
+            found = None
+            for en in occ[id(n)]:
+                sa, sb = _sentence_of(text, en.start)
+                labels = [lab for lab in _row_labels(text, sa, sb)
+                          if lab[0] and len(lab[3].split()) <= 4 and not re.search(r"[,;.:()]", lab[3])]
+                if len(labels) < 3:
+                    continue  # not a table: a few numbers in prose
+                mine = next((lab for lab in labels if lab[1] <= en.start <= lab[2]), None)
+                if mine is None:
                     continue
-                prev = [x for x in ev.ents if x.end <= en.start and (x.key == e.key or siblings(x, e))
-                        and not self._in_header(ev, x, en)]
-                owners.append(prev[-1] if prev else None)
-            if owners and all(o is not None and o.key != e.key for o in owners):
-                o = owners[0]
-                return ("value_of_other",
-                        f"the passage gives {hits[0].text} for {o.text}, not for {e.text}",
-                        hits[0].start)
+                if mine[0] & cterms:
+                    found = None
+                    break  # this occurrence is bound to the claim's own row
+                other = [lab for lab in labels if lab[0] & cterms and lab is not mine]
+                if other and found is None:
+                    found = ("value_of_other",
+                             f"the passage gives {en.text} for \"{mine[3]}\", not for \"{other[0][3]}\"",
+                             en.start)
+            if found:
+                return found
         return None
 
     @staticmethod
@@ -735,24 +781,50 @@ class Verifier:
             runs.append(cur)
         return runs
 
-    def _in_header(self, ev: Evidence, x: Ent, en: Num) -> bool:
-        return any(x in run and run[-1].end <= en.start for run in self._header_runs(ev))
-
-    def _column_of(self, ev: Evidence, en: Num) -> Ent | None:
-        """For a number inside a row of cells after a header run, the header name of its column
-        (rows are read from the right: a row label may precede the cells)."""
+    def _header(self, ev: Evidence, e: Ent | None = None, before: int | None = None):
+        """A table's column header: a run of ≥ 2 names with only spaces between them (the last
+        one before ``before`` holding ``e`` or a sibling, else the last one), its last name
+        dropped when a number follows it directly (that is the first row's label)."""
         text = normalize(ev.text)
-        runs = [r for r in self._header_runs(ev) if r[-1].end <= en.start]
+        runs = []
+        for run in self._header_runs(ev):
+            if before is not None and run[-1].end > before:
+                continue
+            after = text[run[-1].end:run[-1].end + 12]
+            if re.match(r"\s*(?:\[\d+\]\s*)?\d", after):
+                run = run[:-1]
+            if len(run) >= 2:
+                runs.append(run)
         if not runs:
             return None
-        header = runs[-1]
-        # the row: the maximal run of numeric cells around en ("225 ± 2" is one cell)
-        cells = _cells(text)
-        row = next((r for r in cells if any(a <= en.start < b for a, b in r)), None)
-        if row is None or len(row) < 2 or len(row) > len(header):
+        if e is not None:
+            fam = [r for r in runs if any(x.key == e.key or siblings(x, e) for x in r)]
+            if fam:
+                return fam[-1], fam[-1][-1].end
+        return runs[-1], runs[-1][-1].end
+
+    def _column_of(self, ev: Evidence, en: Num, e: Ent, header) -> Ent | None:
+        """The header name above the cell holding ``en``, when the claim's name ``e`` (or a
+        sibling) heads a column: the cells are matched to the run of ``e``'s siblings in the
+        header from its start, or, when the header holds no siblings of ``e``, to the whole
+        header from its end (a first header word may name the row-label column)."""
+        header = self._header(ev, e, en.start)
+        if header is None:
+            return None
+        run = header[0]
+        fam = [x for x in run if x.key == e.key or siblings(x, e)]
+        if not any(x.key == e.key for x in run) and len(fam) < 2:
+            return None
+        whole = len(fam) < 2
+        text = normalize(ev.text)
+        row = next((r for r in _cells(text) if any(a <= en.start < b for a, b in r)), None)
+        if row is None or len(row) < 2:
             return None
         idx = next(i for i, (a, b) in enumerate(row) if a <= en.start < b)
-        return header[len(header) - len(row) + idx]
+        if whole:
+            k = len(run) - len(row) + idx
+            return run[k] if 0 <= k < len(run) and len(row) <= len(run) else None
+        return fam[idx] if idx < len(fam) else None
 
     @staticmethod
     def _role_swap(claim: str, sent: str) -> str | None:
@@ -850,8 +922,23 @@ class Verifier:
         return out
 
 
+def _row_labels(text: str, a: int, b: int) -> list[tuple[set[str], int, int, str]]:
+    """In the table text ``text[a:b]``, each run of cells with the words before it (back to the
+    previous cell): ``(label stems, cells start, cells end, label text)``."""
+    rows = [r for r in _cells(text) if r[0][0] >= a and r[-1][1] <= b]
+    out = []
+    prev_end = a
+    for r in rows:
+        label = text[prev_end:r[0][0]].strip()
+        out.append((_stems(label), r[0][0], r[-1][1], label))
+        prev_end = r[-1][1]
+    return out
+
+
 def _cells(text: str) -> list[list[tuple[int, int]]]:
-    """Runs of table cells: numbers (with "± x", "%", "/y"), dashes; as character spans."""
+    """Runs of table cells: numbers (with "± x", "%", "/y"), dashes; as character spans
+    (reference markers such as "[3]" are not cells)."""
+    text = re.sub(r"\[\d+(?:,\s*\d+)*\]", lambda m: " " * len(m.group(0)), text)
     cell = re.compile(r"(?<![\w.])(?:-|\d[\d.,]*%?(?:/\d[\d.,]*)?(?:\s?±\s?\d[\d.]*)?[kKMB]?)(?![\w])")
     rows: list[list[tuple[int, int]]] = []
     cur: list[tuple[int, int]] = []
