@@ -579,27 +579,56 @@ class Verifier:
 
         a, b, share = _best_sentence(ev.text, cterms, prose=True)
         if share >= self.topic_cover:
-            sent = ev.text[a:b]
             # 5. roles swapped between sibling words
-            swap = self._role_swap(claim, sent)
+            swap = self._role_swap(claim, ev.text[a:b])
             if swap:
                 return self._out(CONTRADICTED, "roles_swapped", swap, best, (a, b), order, cands)
-            # 6. negation
-            cn, cpos = negated_near(claim, cterms)
-            en, _ = negated_near(sent, cterms & _stems(sent))
-            if en and not cn:
+        # the prose sentences of the passages that state the claim's numbers as well as the best
+        # one does, most on-topic first: where a negation or a comparison is read
+        tier = [i for i in order if found_n[i] == found_n[best] or not cnums]
+        sents = []
+        for i in tier:
+            for sa, sb in _sentence_spans(cands[i].text):
+                st = cands[i].text[sa:sb]
+                if tabular(st):
+                    continue
+                sh = len(cterms & _stems(st)) / (len(cterms) or 1)
+                sents.append((sh, -order.index(i), i, sa, sb))
+        sents.sort(reverse=True)
+        # 6. negation
+        top_share = sents[0][0] if sents else 0.0
+        close = [x for x in sents if x[0] >= max(self.topic_cover, top_share - 0.2)]
+        cn, cpos = negated_near(claim, cterms)
+
+        def neg(x):
+            st = cands[x[2]].text[x[3]:x[4]]
+            return negated_near(st, cterms & _stems(st))[0]
+
+        if close:
+            negs = [x for x in close if neg(x)]
+            if not cn and negs:
+                x = negs[0]
                 return self._out(CONTRADICTED, "negation",
                                  "the passage states it negated; the claim states it as true",
-                                 best, (a, b), order, cands)
-            if cn and not en and _negated_terms(claim, cpos) & _stems(sent):
-                # only when the passage states the very thing the claim denies (a passage may
-                # deny in other words: "discarded" for "not retained")
-                return self._out(CONTRADICTED, "negation",
-                                 "the claim denies what the passage states", best, (a, b), order, cands)
-            # 7. comparison direction
-            cmp = self._comparison(claim, sent)
-            if cmp:
-                return self._out(CONTRADICTED, "comparison", cmp, best, (a, b), order, cands)
+                                 x[2], (x[3], x[4]), _front(order, x[2]), cands)
+            if cn and not negs:
+                x = close[0]
+                if _negated_terms(claim, cpos) & _stems(cands[x[2]].text[x[3]:x[4]]):
+                    # only when the passage states the very thing the claim denies (a passage
+                    # may deny in other words: "discarded" for "not retained")
+                    return self._out(CONTRADICTED, "negation", "the claim denies what the passage states",
+                                     x[2], (x[3], x[4]), _front(order, x[2]), cands)
+            if cn and negs:
+                order = _front(order, negs[0][2])
+                best = negs[0][2]
+        # 7. comparison direction, against the sentence that compares the same two things
+        cmp = self._comparison_in(claim, cands, sents)
+        if cmp is not None:
+            text, i, span, agrees = cmp
+            if not agrees:
+                return self._out(CONTRADICTED, "comparison", text, i, span, _front(order, i), cands)
+            order = _front(order, i)
+            best = i
 
         # 8. similarity alone
         sup = support if support is not None else max(c.score for c in cands)
@@ -865,16 +894,16 @@ class Verifier:
             return f"the claim ties {a} to {bc[a]}; the passage ties it to {bs[a]}"
         return None
 
-    @staticmethod
-    def _comparison(claim: str, sent: str) -> str | None:
-        cc, sc = comparisons(claim), comparisons(sent)
-        if not cc or not sc:
+    def _comparison_in(self, claim: str, cands: list[Evidence], sents: list) -> tuple | None:
+        """``(reason, passage, span, agrees)`` for the sentence among ``sents`` that compares
+        the same two things as the claim (both sides' words found around its comparative)."""
+        cc = comparisons(claim)
+        if not cc:
             return None
         from .trace import STOP, stem
 
         c = cc[0]
         ctoks = _tokens(claim)
-        stoks = _tokens(sent)
 
         def side(toks, lo, hi, n=4, rev=False):
             """The ``n`` content words nearest the comparative on one side (its arguments)."""
@@ -884,31 +913,38 @@ class Verifier:
 
         left = side(ctoks, 0, c.at, rev=True)
         right = side(ctoks, c.at + 1, len(ctoks))
-        # the sentence's comparative that shares most context with the claim's
-        best, best_n = None, -1
-        for s in sc:
-            ctx = {stem(w) for w, _s, _e in stoks[max(0, s.at - 8):s.at + 9]}
-            n = len(ctx & (left | right))
-            if n > best_n:
-                best, best_n = s, n
-        s = best
-        sleft = side(stoks, 0, s.at, rev=True)
-        sright = side(stoks, s.at + 1, len(stoks))
         only_left, only_right = left - right, right - left
-        same = len(only_left & sleft) + len(only_right & sright)
-        crossed = len(only_left & sright) + len(only_right & sleft)
+        best = None
+        for _sh, _o, i, sa, sb in sents:
+            sent = cands[i].text[sa:sb]
+            stoks = _tokens(sent)
+            for s in comparisons(sent):
+                sleft = side(stoks, 0, s.at, rev=True)
+                sright = side(stoks, s.at + 1, len(stoks))
+                same = len(only_left & sleft) + len(only_right & sright)
+                crossed = len(only_left & sright) + len(only_right & sleft)
+                hit_l = bool(only_left & (sleft | sright))
+                hit_r = bool(only_right & (sleft | sright))
+                if not (hit_l and hit_r) or same + crossed < 2:
+                    continue
+                k = (same + crossed, _sh)
+                if best is None or k > best[0]:
+                    best = (k, s, same, crossed, i, sa, sb)
+        if best is None:
+            return None
+        _k, s, same, crossed, i, sa, sb = best
         flip = -1 if crossed > same else 1
-        transition = (" from " in f" {claim.lower()} " and " to " in f" {claim.lower()} ")
-        if transition:
-            flip = 1
+        low = f" {claim.lower()} "
+        if " from " in low and " to " in low:
+            flip = 1  # "falls from A to B": the sides are a before and an after, not two things
         if c.kind == s.kind:
             a, b = c.sign, s.sign * flip
         else:
             a, b = goodness(c), goodness(s) * flip
         if a != b:
             return (f"the claim says \"{c.cue}\"; the passage says \"{s.cue}\"" +
-                    (" with the sides the other way round" if flip < 0 else ""))
-        return None
+                    (" with the sides the other way round" if flip < 0 else ""), i, (sa, sb), False)
+        return ("", i, (sa, sb), True)
 
     # -- output --------------------------------------------------------------------------------
 
@@ -920,6 +956,10 @@ class Verifier:
             a, b = span
             out["span"] = (a, b)
         return out
+
+
+def _front(order: list[int], i: int) -> list[int]:
+    return [i] + [j for j in order if j != i]
 
 
 def _row_labels(text: str, a: int, b: int) -> list[tuple[set[str], int, int, str]]:
