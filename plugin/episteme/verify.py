@@ -48,7 +48,7 @@ VERDICTS = (SUPPORTED, CONTRADICTED, UNSUPPORTED)
 EVIDENCE_K = 6
 #: Share of the claim's content words a passage sentence must contain before its negation or
 #: comparison is held against the claim (below it the sentence may be about something else).
-TOPIC_COVER = 0.5
+TOPIC_COVER = 0.4
 #: The claim's non-numeric content words a passage must share before a missing number counts
 #: as *contradicted* rather than *unsupported*.
 NUMBER_TOPIC_COVER = 0.45
@@ -306,6 +306,7 @@ _WORD = re.compile(r"[^\W_]+(?:'t)?", re.UNICODE)
 _NEG_CUES = frozenset("not no never without none neither nor cannot nothing lack lacks lacking "
                       "absence".split())
 _NEG_MULTI = (("free", "of"),)
+_CLAUSE_BREAK = frozenset("but although though whereas while however instead unlike".split())
 
 # comparative cues: +1 = more / better for the subject, -1 = less / worse
 _MAG_CUES = {
@@ -322,6 +323,21 @@ _GOOD_CUES = {
     "inferior": -1, "slower": -1, "costlier": -1, "degrades": -1, "degrade": -1, "weaker": -1,
     "hurts": -1,
 }
+def _inflect(cues: dict[str, int]) -> dict[str, int]:
+    """Add the -s / -ed / -ing forms of the verb cues ("outperforming", "reducing")."""
+    out = dict(cues)
+    for w, v in cues.items():
+        if w.endswith(("er", "est")) or w in ("more", "less", "fewer", "superior", "inferior"):
+            continue
+        base = w[:-1] if w.endswith("s") and not w.endswith("ss") else w
+        stem_ = base[:-1] if base.endswith("e") else base
+        for form in (base, base + "s", stem_ + "ed", stem_ + "ing", base + "d"):
+            out.setdefault(form, v)
+    return out
+
+
+_MAG_CUES = _inflect(_MAG_CUES)
+_GOOD_CUES = _inflect(_GOOD_CUES)
 # quantities where more is worse: "higher error" = worse, "fewer FLOPs" = cheaper
 _BAD_QUANTITIES = frozenset("error errors err loss losses cost costs complexity time latency "
                             "perplexity flops memory overhead runtime".split())
@@ -339,6 +355,7 @@ def negated_near(text: str, terms: set[str]) -> tuple[bool, int | None]:
     from .trace import stem
 
     toks = _tokens(text)
+    norm = unligature(normalize(text))
     hits = [i for i, (w, _s, _e) in enumerate(toks) if stem(w) in terms]
     for i, (w, s, _e) in enumerate(toks):
         cue = w in _NEG_CUES or w.endswith("n't")
@@ -346,7 +363,14 @@ def negated_near(text: str, terms: set[str]) -> tuple[bool, int | None]:
             cue = any(w == a and i + 1 < len(toks) and toks[i + 1][0] == b for a, b in _NEG_MULTI)
         if not cue:
             continue
-        if any(0 < h - i <= 4 or 0 < i - h <= 2 for h in hits):
+        # the cue's scope: to the end of its clause (a comma, semicolon, period or a
+        # contrastive conjunction), at most 12 words
+        end = i + 1
+        while end < len(toks) and end - i <= 12:
+            if re.search(r"[,;.:]", norm[toks[end - 1][2]:toks[end][1]]) or toks[end][0] in _CLAUSE_BREAK:
+                break
+            end += 1
+        if any(i < h < end or 0 < i - h <= 2 for h in hits):
             return True, s
     return False, None
 
@@ -365,6 +389,15 @@ def _negated_terms(text: str, cue_at: int | None, n: int = 2) -> set[str]:
         if len(out) >= n:
             break
     return set(out)
+
+
+def _denied_stated(claim: str, cue_at: int | None, sentence: str) -> bool:
+    """Whether ``sentence`` states what the claim denies: the word the claim negates and at
+    least two thirds of the four content words after the negation are all there."""
+    first = _negated_terms(claim, cue_at, 1)
+    window = _negated_terms(claim, cue_at, 4)
+    have = _stems(sentence)
+    return bool(first) and first <= have and len(window & have) * 3 >= 2 * len(window)
 
 
 @dataclass
@@ -588,16 +621,20 @@ class Verifier:
         tier = [i for i in order if found_n[i] == found_n[best] or not cnums]
         sents = []
         for i in tier:
-            for sa, sb in _sentence_spans(cands[i].text):
+            spans = _sentence_spans(cands[i].text)
+            for k, (sa, sb) in enumerate(spans):
                 st = cands[i].text[sa:sb]
                 if tabular(st):
                     continue
-                sh = len(cterms & _stems(st)) / (len(cterms) or 1)
+                # on-topic share over the sentence and the one before it (a sentence often
+                # leaves its subject to the previous one: "We do not use dropout.")
+                ctx = cands[i].text[spans[k - 1][0] if k else sa:sb]
+                sh = len(cterms & _stems(ctx)) / (len(cterms) or 1)
                 sents.append((sh, -order.index(i), i, sa, sb))
         sents.sort(reverse=True)
         # 6. negation
         top_share = sents[0][0] if sents else 0.0
-        close = [x for x in sents if x[0] >= max(self.topic_cover, top_share - 0.2)]
+        close = [x for x in sents if x[0] >= max(self.topic_cover, top_share - 0.3)]
         cn, cpos = negated_near(claim, cterms)
 
         def neg(x):
@@ -611,9 +648,10 @@ class Verifier:
                 return self._out(CONTRADICTED, "negation",
                                  "the passage states it negated; the claim states it as true",
                                  x[2], (x[3], x[4]), _front(order, x[2]), cands)
-            if cn and not negs:
-                x = close[0]
-                if _negated_terms(claim, cpos) & _stems(cands[x[2]].text[x[3]:x[4]]):
+            stated = [x for x in close if _denied_stated(claim, cpos, cands[x[2]].text[x[3]:x[4]])]
+            if cn and not negs and stated:
+                x = stated[0]
+                if True:
                     # only when the passage states the very thing the claim denies (a passage
                     # may deny in other words: "discarded" for "not retained")
                     return self._out(CONTRADICTED, "negation", "the claim denies what the passage states",
@@ -905,7 +943,7 @@ class Verifier:
         c = cc[0]
         ctoks = _tokens(claim)
 
-        def side(toks, lo, hi, n=4, rev=False):
+        def side(toks, lo, hi, n=6, rev=False):
             """The ``n`` content words nearest the comparative on one side (its arguments)."""
             seq = [stem(w) for w, _s, _e in toks[lo:hi] if w not in STOP and w not in _MAG_CUES
                    and w not in _GOOD_CUES]
@@ -923,9 +961,10 @@ class Verifier:
                 sright = side(stoks, s.at + 1, len(stoks))
                 same = len(only_left & sleft) + len(only_right & sright)
                 crossed = len(only_left & sright) + len(only_right & sleft)
-                hit_l = bool(only_left & (sleft | sright))
-                hit_r = bool(only_right & (sleft | sright))
-                if not (hit_l and hit_r) or same + crossed < 2:
+                # both things compared, each on one side of the passage's comparative
+                straight = bool(only_left & sleft) and bool(only_right & sright)
+                across = bool(only_left & sright) and bool(only_right & sleft)
+                if not (straight or across):
                     continue
                 k = (same + crossed, _sh)
                 if best is None or k > best[0]:
