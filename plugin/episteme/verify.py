@@ -349,7 +349,7 @@ def _tokens(text: str) -> tuple[tuple[str, int, int], ...]:
                  for m in _WORD.finditer(unligature(normalize(text))))
 
 
-def negated_near(text: str, terms: set[str]) -> tuple[bool, int | None]:
+def negated_near(text: str, terms: set[str], *, min_hits: int = 1) -> tuple[bool, int | None]:
     """Whether a negation cue stands within 4 words before one of ``terms`` (stemmed content
     words) — or within 2 after, for "X is absent" / "no X" styles; returns the cue's offset."""
     from .trace import stem
@@ -370,7 +370,8 @@ def negated_near(text: str, terms: set[str]) -> tuple[bool, int | None]:
             if re.search(r"[,;.:]", norm[toks[end - 1][2]:toks[end][1]]) or toks[end][0] in _CLAUSE_BREAK:
                 break
             end += 1
-        if any(i < h < end or 0 < i - h <= 2 for h in hits):
+        inside = {toks[h][0] for h in hits if i < h < end or 0 < i - h <= 2}
+        if len(inside) >= min_hits:
             return True, s
     return False, None
 
@@ -632,41 +633,42 @@ class Verifier:
                 sh = len(cterms & _stems(ctx)) / (len(cterms) or 1)
                 sents.append((sh, -order.index(i), i, sa, sb))
         sents.sort(reverse=True)
-        # 6. negation
+        # 6. comparison direction, against the sentence that compares the same two things
+        cmp = self._comparison_in(claim, cands, sents)
+        agreed = False
+        if cmp is not None:
+            text, i, span, agrees = cmp
+            if not agrees:
+                return self._out(CONTRADICTED, "comparison", text, i, span, _front(order, i), cands)
+            order, best, agreed = _front(order, i), i, True
+        # 7. negation (not when a sentence already states the claim's comparison as claimed)
         top_share = sents[0][0] if sents else 0.0
         close = [x for x in sents if x[0] >= max(self.topic_cover, top_share - 0.3)]
+        leading = {id(x) for x in close[:2]}
         cn, cpos = negated_near(claim, cterms)
 
-        def neg(x):
+        def neg(x) -> bool:
+            """Negated about the claim's words: two shared words in the cue's scope, or one
+            in one of the two most on-topic sentences."""
             st = cands[x[2]].text[x[3]:x[4]]
-            return negated_near(st, cterms & _stems(st))[0]
+            return negated_near(st, cterms & _stems(st), min_hits=1 if id(x) in leading else 2)[0]
 
-        if close:
+        if close and not agreed:
             negs = [x for x in close if neg(x)]
             if not cn and negs:
                 x = negs[0]
                 return self._out(CONTRADICTED, "negation",
                                  "the passage states it negated; the claim states it as true",
                                  x[2], (x[3], x[4]), _front(order, x[2]), cands)
+            # a negated claim is contradicted only where the passage states the very thing it
+            # denies (a passage may deny in other words: "discarded" for "not retained")
             stated = [x for x in close if _denied_stated(claim, cpos, cands[x[2]].text[x[3]:x[4]])]
             if cn and not negs and stated:
                 x = stated[0]
-                if True:
-                    # only when the passage states the very thing the claim denies (a passage
-                    # may deny in other words: "discarded" for "not retained")
-                    return self._out(CONTRADICTED, "negation", "the claim denies what the passage states",
-                                     x[2], (x[3], x[4]), _front(order, x[2]), cands)
+                return self._out(CONTRADICTED, "negation", "the claim denies what the passage states",
+                                 x[2], (x[3], x[4]), _front(order, x[2]), cands)
             if cn and negs:
-                order = _front(order, negs[0][2])
-                best = negs[0][2]
-        # 7. comparison direction, against the sentence that compares the same two things
-        cmp = self._comparison_in(claim, cands, sents)
-        if cmp is not None:
-            text, i, span, agrees = cmp
-            if not agrees:
-                return self._out(CONTRADICTED, "comparison", text, i, span, _front(order, i), cands)
-            order = _front(order, i)
-            best = i
+                order, best = _front(order, negs[0][2]), negs[0][2]
 
         # 8. similarity alone
         sup = support if support is not None else max(c.score for c in cands)
@@ -909,22 +911,25 @@ class Verifier:
             return None
         attrs = [w for w in shared if w not in anchors and w.isalpha() and len(w) >= 4]
 
-        def bind(seq):
-            pos = {}
-            for w, i in seq:
-                pos.setdefault(w, []).append(i)
-            out = {}
-            for a in attrs:
-                best, d = None, 1e9
-                for i in pos.get(a, []):
-                    for an in anchors:
-                        for j in pos.get(an, []):
-                            if abs(i - j) < d:
-                                best, d = an, abs(i - j)
-                out[a] = best
-            return out
+        def bind(text):
+            """Each shared word → the sibling word of its clause (a clause without one takes
+            the previous clause's): "the generator used X, while the discriminator used Y"."""
+            text = re.sub(r"\[[\d,\s]+\]", " ", text)
+            out: dict[str, str | None] = {}
+            current = None
+            for clause in re.split(r"[,;:]|\b(?:and|while|whereas|but|although)\b", text):
+                stems_ = [stem(w) for w, _s, _e in _tokens(clause) if w not in STOP]
+                here = [w for w in stems_ if w in anchors]
+                if len(set(here)) == 1:
+                    current = here[0]
+                elif len(set(here)) > 1:
+                    current = None
+                for w in stems_:
+                    if w in attrs and w not in out:
+                        out[w] = current
+            return {a: out.get(a) for a in attrs}
 
-        bc, bs = bind(ct), bind(st)
+        bc, bs = bind(claim), bind(sent)
         agree = sum(1 for a in attrs if bc[a] and bc[a] == bs[a])
         differ = [a for a in attrs if bc[a] and bs[a] and bc[a] != bs[a]]
         if len(differ) >= 2 and len(differ) > agree:
