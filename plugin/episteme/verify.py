@@ -619,9 +619,9 @@ class Verifier:
                 return self._out(CONTRADICTED, "roles_swapped", swap, best, (a, b), order, cands)
         # the prose sentences of the passages that state the claim's numbers as well as the best
         # one does, most on-topic first: where a negation or a comparison is read
-        tier = [i for i in order if found_n[i] == found_n[best] or not cnums]
+        tier = {i for i in order if found_n[i] == found_n[best] or not cnums}
         sents = []
-        for i in tier:
+        for i in order:
             spans = _sentence_spans(cands[i].text)
             for k, (sa, sb) in enumerate(spans):
                 st = cands[i].text[sa:sb]
@@ -633,6 +633,7 @@ class Verifier:
                 sh = len(cterms & _stems(ctx)) / (len(cterms) or 1)
                 sents.append((sh, -order.index(i), i, sa, sb))
         sents.sort(reverse=True)
+        on_tier = [x for x in sents if x[2] in tier]
         # 6. comparison direction, against the sentence that compares the same two things
         cmp = self._comparison_in(claim, cands, sents)
         agreed = False
@@ -642,8 +643,8 @@ class Verifier:
                 return self._out(CONTRADICTED, "comparison", text, i, span, _front(order, i), cands)
             order, best, agreed = _front(order, i), i, True
         # 7. negation (not when a sentence already states the claim's comparison as claimed)
-        top_share = sents[0][0] if sents else 0.0
-        close = [x for x in sents if x[0] >= max(self.topic_cover, top_share - 0.3)]
+        top_share = on_tier[0][0] if on_tier else 0.0
+        close = [x for x in on_tier if x[0] >= max(self.topic_cover, top_share - 0.3)]
         leading = {id(x) for x in close[:2]}
         cn, cpos = negated_near(claim, cterms)
 
