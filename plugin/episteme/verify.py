@@ -151,12 +151,16 @@ def numbers_in(text: str, *, evidence: bool = False) -> list[Num]:
     for m in _FRAC.finditer(text):
         a, b = int(m.group(1)), int(m.group(2))
         if b and a < b:  # 3/4, not 86.7/85.9 (those are two numbers, read above)
+            if not evidence:  # in a claim the fraction is one value, not its two parts
+                out = [n for n in out if not (m.start() <= n.start < m.end())]
             out.append(Num(m.group(0), m.start(), m.end(), frozenset({_key(a / b)})))
     for m in _WORD_NUM.finditer(text):
         w = m.group("w").lower()
         if w in _FRACTION_WORDS:
             if not m.group("pre") and w != "half":
                 continue  # "third" alone is an ordinal ("the third layer"), not a fraction
+            if text[m.end():m.end() + 1] == "-":
+                continue  # "half-size", "third-party"
             val = _FRACTION_WORDS[w]
         else:
             val = float(_NUM_WORDS[w])
@@ -739,7 +743,7 @@ class Verifier:
                 continue
             around = _stems(normalize(ev.text)[max(0, en.start - 40):en.end + 40])
             same_fmt = ("." in en.text) == ("." in n.text) and ("%" in en.text) == ("%" in n.text)
-            k = (len(ctx & around), same_fmt, -en.start)
+            k = (not en.word, len(ctx & around), same_fmt, -en.start)
             if best_key is None or k > best_key:
                 best, best_key = en, k
         return best
