@@ -132,6 +132,7 @@ class QueryEngine:
             for s in traced["sources"]
         ]
         result["unsupported_claims"] = traced["unsupported_claims"]
+        result["contradicted_claims"] = traced.get("contradicted_claims", [])
         result["claims"] = traced["claims"]
         result["scope"] = traced["scope"]
         for key in ("note", "warning"):
@@ -152,10 +153,21 @@ def format_chat_text(result: dict) -> str:
     if claims:
         lines.append("Claims:")
         for c in claims:
-            if not c["supported"]:
-                lines.append(f"- {c['claim']} [unsupported]")
+            verdict = c.get("verdict") or ("supported" if c["supported"] else "unsupported")
+            if verdict == "contradicted":
+                lines.append(f"- {c['claim']} [CONTRADICTED: {c['reason']['text']}]")
+                if c.get("passages"):
+                    p = c["passages"][0]
+                    lines.append(f"    {p['paper']}, {p['section']}, p. {p['page']}: "
+                                 f"\"{quote(p.get('quote') or p['passage'])}\"")
                 continue
-            refs = sorted({numbers[p["passage_id"]] for p in c["passages"] if p["passage_id"] in numbers})
+            if verdict != "supported":
+                why = (c.get("reason") or {}).get("text")
+                lines.append(f"- {c['claim']} [unsupported" + (f": {why}" if why else "") + "]")
+                continue
+            # citations by rank: the claim's best passage first
+            refs = list(dict.fromkeys(numbers[p["passage_id"]] for p in c["passages"]
+                                      if p["passage_id"] in numbers))
             lines.append(f"- {c['claim']} " + "".join(f"[{n}]" for n in refs))
         lines.append("")
     if result.get("sources"):
@@ -166,9 +178,10 @@ def format_chat_text(result: dict) -> str:
             lines.append(f"[{n}] {s['paper']}, {s['section']}, p. {s['page']} (similarity {s['similarity']:.2f})")
             lines.append(f"    \"{quote(s.get('quote') or s['passage'])}\"")
     if result.get("unsupported_claims"):
+        n_contra = len(result.get("contradicted_claims") or [])
         lines.append("")
-        lines.append(f"Unsupported claims: {len(result['unsupported_claims'])} (no passage of the "
-                     "source papers supports them)")
+        lines.append(f"Claims not supported: {len(result['unsupported_claims'])} ({n_contra} contradicted "
+                     "by the source papers, the rest stated by no passage)")
     for key in ("note", "warning", "trace_error"):
         if result.get(key):
             lines.append(f"{key}: {result[key]}")

@@ -735,6 +735,22 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         result["wiki_sections"] = section_pages(settings.wiki, result.get("wiki_sections_used") or [])
         return result
 
+    class TraceRequest(BaseModel):
+        answer: str = Field(..., min_length=1, max_length=40000, description="the text to trace")
+        sections: list[str] | None = Field(None, description="wiki section ids it was written from")
+        papers: list[str] | None = Field(None, description="paper file names to search")
+        top: int = Field(3, ge=1, le=20, description="passages per claim")
+
+    @app.post("/trace", summary="Verify each claim of a text against the source passages")
+    def trace(body: TraceRequest) -> dict:
+        """``{"claims": [{claim, verdict, reason {code, text}, supported, support, evidence
+        {passage_id, quote}, passages (best first)}], "sources", "unsupported_claims",
+        "contradicted_claims", "scope"}``: ``episteme trace`` over HTTP."""
+        if body.sections and body.papers:
+            raise UsageError("give sections or papers, not both")
+        return services.engine().trace(body.answer, sections=body.sections, papers=body.papers,
+                                       top=body.top)
+
     # --- wiki -----------------------------------------------------------------------------
     @app.get("/wiki", summary="All pages with title, type and tags")
     def wiki_pages() -> dict:

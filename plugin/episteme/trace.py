@@ -893,15 +893,26 @@ def quote(text: str, limit: int = 400) -> str:
 
 
 def format_trace_text(result: dict) -> str:
-    """A trace result for people: each claim, whether it is supported, and its best passages."""
+    """A trace result for people: each claim with its verdict and the reason, then its
+    passages best first — the first one's quote is the span the verdict rests on."""
     lines: list[str] = []
+    label = {"supported": "supported", "contradicted": "CONTRADICTED", "unsupported": "UNSUPPORTED"}
     for i, c in enumerate(result.get("claims", []), 1):
-        mark = "supported" if c["supported"] else "UNSUPPORTED"
-        lines.append(f"{i}. {c['claim']}  [{mark}, support {c['support']:.2f}]")
-        for p in c["passages"][:1] if not c["supported"] else c["passages"]:
-            lines.append(f"   - {p['paper']}, {p['section']}, p. {p['page']} "
+        verdict = c.get("verdict") or ("supported" if c["supported"] else "unsupported")
+        lines.append(f"{i}. {c['claim']}  [{label.get(verdict, verdict)}, support {c['support']:.2f}]")
+        if c.get("reason") and verdict != "supported":
+            lines.append(f"   why: {c['reason']['text']}")
+        shown = c["passages"] if verdict == "supported" else c["passages"][:1]
+        for rank, p in enumerate(shown, 1):
+            lines.append(f"   [{rank}] {p['paper']}, {p['section']}, p. {p['page']} "
                          f"(similarity {p['similarity']:.2f}, score {p['score']:.2f})")
-            lines.append(f"     > {quote(p.get('quote') or p['passage'])}")
+            mark = "contradicting quote" if verdict == "contradicted" and rank == 1 else ""
+            lines.append(f"     > {quote(p.get('quote') or p['passage'])}" + (f"  ({mark})" if mark else ""))
+    n_contra = len(result.get("contradicted_claims") or [])
+    n_uns = len(result.get("unsupported_claims") or []) - n_contra
+    if result.get("claims"):
+        lines.append(f"verdicts: {len(result['claims']) - n_contra - n_uns} supported, {n_contra} "
+                     f"contradicted, {n_uns} unsupported")
     for key in ("warning", "note"):
         if result.get(key):
             lines.append(f"{key}: {result[key]}")

@@ -37,6 +37,7 @@ passage, verbatim) that supports or contradicts the claim.
 from __future__ import annotations
 
 import functools
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ _NUM = re.compile(
 )
 _WORD_NUM = re.compile(r"\b(?P<pre>an?\s+|one\s+)?(?P<w>" + "|".join(
     sorted(list(_NUM_WORDS) + list(_FRACTION_WORDS), key=len, reverse=True)) + r")s?\b", re.IGNORECASE)
+_REFS = re.compile(r"\[\d{1,3}(?:\s*[,;\u2013-]\s*\d{1,3})*\]")
 _LABEL_BEFORE = re.compile(r"(?:^|(?<=[\s(]))[A-Z][a-z]{2,}\.?\s?$")
 _FRAC = re.compile(r"(?<![\w./])(\d{1,2})\s?/\s?(\d{1,2})(?![\w/])")
 _RANGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s?(?:-|to)\s?(\d+(?:\.\d+)?)(?![\w.])")
@@ -127,6 +129,8 @@ def numbers_in(text: str, *, evidence: bool = False) -> list[Num]:
     with a space (pypdf's ``508, 305``) is read both as one number and as two, and two adjacent
     small integers (a superscript fraction ``3 4``) also as their quotient."""
     text = normalize(text)
+    # citation markers ("[23]", "[19, 9]") are not values: blank them, keeping offsets
+    text = _REFS.sub(lambda m: " " * len(m.group(0)), text)
     out: list[Num] = []
     for m in _NUM.finditer(text):
         raw = m.group("num")
@@ -738,12 +742,23 @@ class Verifier:
         share most with the words around ``n`` in the claim (ties: same format, then first)."""
         ctx = _stems(normalize(claim)[max(0, n.start - 40):n.end + 40])
         best, best_key = None, None
+        cnums = numbers_in(claim)
+        claim_terms = _stems(claim)
+        claim_keys = {e.key for e in entities_in(claim)}
         for en in ev.nums:
-            if en.lo is not None:
-                continue
+            if en.lo is not None or any(number_matches(c, en) for c in cnums):
+                continue  # a value the claim also states is not the one it gets wrong
             around = _stems(normalize(ev.text)[max(0, en.start - 40):en.end + 40])
             same_fmt = ("." in en.text) == ("." in n.text) and ("%" in en.text) == ("%" in n.text)
-            k = (not en.word, len(ctx & around), same_fmt, -en.start)
+            # the sentence saying most of what the claim says (its words and its names)
+            sa, sb = _sentence_of(ev.text, en.start)
+            sent = ev.text[sa:sb]
+            keys = {e.key for e in entities_in(sent)}
+            said = len(claim_terms & _stems(sent)) + 2 * len(claim_keys & keys)
+            # then the closest in magnitude: a wrong value is usually of the same order
+            va, vb = min(n.values), min(en.values)
+            near = -abs(math.log(abs(va) / abs(vb))) if va and vb else -99.0
+            k = (not en.word, said, same_fmt, len(ctx & around), round(near, 1), -en.start)
             if best_key is None or k > best_key:
                 best, best_key = en, k
         return best
