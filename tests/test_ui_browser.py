@@ -217,6 +217,43 @@ def test_ask_shows_citations_passages_and_unsupported_claims(written_template, t
         assert page.url.split("#", 1)[1].startswith("/wiki/")
 
 
+def test_contradicted_claim_is_shown_with_its_contradicting_quote(written_template, tmp_path,  # noqa: F811
+                                                                  fake_anthropic, page):
+    """Claude (the fake Messages API) answers with a true claim and one whose number is wrong:
+    the wrong one is marked as contradicted in the answer and listed with the reason and the
+    verbatim quote of the passage that gives the right value; the true one keeps its citations."""
+    wiki = tmp_path / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    top, _answer = half_invented_answer(wiki)
+    answer = (f"Multi-head attention linearly projects the queries, keys and values h times with "
+              f"different, learned linear projections [{top}]. The big Transformer reaches 34.2 BLEU "
+              f"on the WMT 2014 English-to-German translation task [{top}].")
+    fake_anthropic.enqueue(fake_anthropic.tool_use_response(
+        "answer", {"answer": answer, "sections_used": [top]}))
+    settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
+    with LiveServer(settings, write_mode="extractive") as srv:
+        page.goto(srv.url + "/#/chat")
+        page.fill("#chat-input", ATTENTION_Q)
+        page.press("#chat-input", "Enter")
+        page.wait_for_selector(".turn:not(.pending) [data-testid=answer]", timeout=120_000)
+        marked = page.query_selector_all("[data-testid=answer] mark.contradicted")
+        assert marked and "34.2" in marked[0].inner_text()
+        assert "projects the queries" not in marked[0].inner_text()
+        assert not page.query_selector_all("[data-testid=answer] mark.unsupported")
+        box = page.inner_text("[data-testid=contradicted]")
+        assert "34.2" in box and "Contradicted" in box
+        assert "28.4" in page.inner_text("[data-testid=contradicted-reason]")
+        quote = page.inner_text("[data-testid=contradicting-quote]")
+        assert "28.4" in quote
+        from episteme.store import open_store
+
+        with open_store(settings, readonly=True) as st:
+            texts = [p["text"] for p in st.passages(paper_id="attention_1706.03762v5.pdf")]
+        assert any(" ".join(quote.split()) in " ".join(t.split()) for t in texts)  # verbatim
+        assert page.query_selector_all("[data-testid=answer] .cite")  # the true claim is cited
+        page.screenshot(path=str(SHOTS / "6-chat-contradicted.png"), full_page=True)
+
+
 def test_token_prompt_then_browse_and_docs(page, tmp_path):
     """With a token, the UI asks for it once (the API answered 401) and then works; /docs
     renders the API reference from /openapi.json without any CDN."""

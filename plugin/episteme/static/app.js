@@ -163,13 +163,14 @@
     }
     const cited = claims.map((c) => ({
       claim: c.claim,
+      // citations by rank: the claim's best passage first (the tracer lists them best first)
       nums: [...new Set((c.passages || []).map((p) => byId.get(p.passage_id) || byId.get(textKey(p)))
-        .filter(Boolean))].sort((x, y) => x - y),
+        .filter(Boolean))],
     })).filter((c) => c.nums.length);
     return { list: order, cited: cited };
   }
 
-  function annotate(text, cited, unsupported) {
+  function annotate(text, cited, unsupported, contradicted) {
     const norm = normalized(text);
     const edits = []; // [position, insert text, order]
     const unplaced = [];
@@ -182,6 +183,10 @@
       const loc = locate(norm, text, claimText(u));
       if (loc) { edits.push([loc.start, "\u0001", 2]); edits.push([loc.end, "\u0002", 0]); }
     });
+    (contradicted || []).forEach((c) => {
+      const loc = locate(norm, text, claimText(c));
+      if (loc) { edits.push([loc.start, "\u0004", 2]); edits.push([loc.end, "\u0002", 0]); }
+    });
     edits.sort((x, y) => y[0] - x[0] || x[2] - y[2]);
     edits.forEach(([pos, ins]) => { text = text.slice(0, pos) + ins + text.slice(pos); });
     if (unplaced.length) text += " " + unplaced.join("");
@@ -193,6 +198,7 @@
       .replace(/\u0000C(\d+)\u0000/g, (m, n) =>
         '<button type="button" class="cite" data-cite="' + n + '" aria-label="source ' + n + '">' + n + "</button>")
       .replace(/\u0001/g, '<mark class="unsupported" title="no passage of the source papers supports this">')
+      .replace(/\u0004/g, '<mark class="contradicted" title="the source papers say otherwise">')
       .replace(/\u0002/g, "</mark>")
       .replace(/\u0003(sec_\d+)\u0003/g, (m, id) => {
         const page = sectionPages[id];
@@ -201,8 +207,29 @@
       });
   }
 
+  // The claims the tracer found contradicted, each with its reason and contradicting quote.
+  function contradictedClaims(r) {
+    return (Array.isArray(r.claims) ? r.claims : []).filter((c) => c && c.verdict === "contradicted");
+  }
+
+  function contradictedBox(list) {
+    return '<div class="contradicted-box" data-testid="contradicted"><strong>Contradicted by the sources (' +
+      list.length + ")</strong><ul>" + list.map((c) => {
+        const p = (c.passages || [])[0] || {};
+        const quote = (c.evidence && c.evidence.quote) || p.quote || "";
+        return '<li><span class="contra-claim">' + esc(c.claim) + "</span>" +
+          (c.reason ? '<span class="contra-why" data-testid="contradicted-reason">' + esc(c.reason.text) + "</span>" : "") +
+          (quote ? '<blockquote class="contra-quote" data-testid="contradicting-quote">' + esc(quote) + "</blockquote>" : "") +
+          (p.paper ? '<span class="contra-where">' + esc(p.paper) + (p.section ? ", " + esc(p.section) : "") +
+            (p.page ? ", p. " + esc(p.page) : "") + "</span>" : "") + "</li>";
+      }).join("") + "</ul></div>";
+  }
+
   function renderAnswer(q, r, turn) {
-    const unsupported = Array.isArray(r.unsupported_claims) ? r.unsupported_claims : [];
+    const contradicted = contradictedClaims(r);
+    const contraSet = new Set(contradicted.map((c) => c.claim));
+    const unsupported = (Array.isArray(r.unsupported_claims) ? r.unsupported_claims : [])
+      .filter((u) => !contraSet.has(claimText(u)));
     const { list, cited } = numberSources(r);
     const sectionPages = {};
     (r.wiki_sections || []).forEach((w) => { if (w.page) sectionPages[w.id] = w.page; });
@@ -211,7 +238,8 @@
     div.dataset.turn = String(turn);
     let html = '<div class="question">' + esc(q) + "</div>";
     html += '<div class="answer" data-testid="answer">' +
-      decorate(window.Markdown.render(annotate(r.answer || "", cited, unsupported)), sectionPages) + "</div>";
+      decorate(window.Markdown.render(annotate(r.answer || "", cited, unsupported, contradicted)), sectionPages) + "</div>";
+    if (contradicted.length) html += contradictedBox(contradicted);
     if (unsupported.length) {
       html += '<div class="unsupported-box" data-testid="unsupported"><strong>Not supported by the sources (' +
         unsupported.length + ")</strong><ul>" +
