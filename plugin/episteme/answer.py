@@ -51,6 +51,35 @@ ANSWER_TOOL = {
 }
 
 
+def not_covered(closest_topics: Sequence[str] = ()) -> str:
+    """What an answer says when no wiki section is relevant (``retrieve`` reports
+    ``covered: false``), naming the closest topics the wiki does have."""
+    topics = [t for t in closest_topics if t][:3]
+    return NO_ANSWER + (f" The closest topics it has: {'; '.join(topics)}." if topics else "")
+
+
+def keep_verified(answer_text: str, traced: dict) -> tuple[str, list[str]]:
+    """``(answer, dropped)``: the answer without the sentences its own trace rejects
+    (contradicted or unsupported claims).  The offline answerer calls it so that it never
+    states what the papers contradict or do not say."""
+    from .passages import split_sentences
+    from .trace import _strip_citations
+
+    rejected = {" ".join(c["claim"].split()) for c in traced.get("claims", [])
+                if c.get("verdict", "supported" if c.get("supported") else "unsupported") != "supported"}
+    if not rejected:
+        return answer_text, []
+    kept, dropped = [], []
+    for a, b in split_sentences(answer_text):
+        sent = answer_text[a:b]
+        bare = " ".join(_strip_citations(sent).split())
+        if bare and any(bare == r or (len(r) > 20 and (r in bare or bare in r)) for r in rejected):
+            dropped.append(bare)
+        else:
+            kept.append(sent)
+    return " ".join(kept).strip(), dropped
+
+
 def cited_ids(answer: str) -> list[str]:
     """Section ids cited in ``answer`` as ``[sec_002]`` / ``[sec_002, sec_007]``, in order."""
     out: dict[str, None] = {}

@@ -98,6 +98,16 @@ class QueryEngine:
         source, ``unsupported_claims``, the per-claim detail and the answer mode."""
         retrieved = self.retrieve(question, k=k)
         sections = retrieved["sections"]
+        if not retrieved.get("covered", True):
+            # no section is relevant: say so, name the closest topics, answer from no neighbour
+            from .answer import not_covered
+
+            return {"question": retrieved["question"], "covered": False,
+                    "answer": not_covered(retrieved.get("closest_topics") or []),
+                    "closest_topics": retrieved.get("closest_topics") or [],
+                    "wiki_sections_used": [], "sources": [], "unsupported_claims": [],
+                    "contradicted_claims": [], "claims": [], "mode": "not_covered",
+                    "note": "no wiki section is relevant to the question"}
         ans = self.answer(question, sections, mode=mode)
         text = ans["answer"]
         used = [sid for sid in (cited_ids(text) or ans.get("sections_used") or []) if sid in
@@ -125,6 +135,17 @@ class QueryEngine:
         except EpistemeError as e:
             result["trace_error"] = e.message
             return result
+        if ans["mode"] == "offline":
+            # the offline answer never states a claim its own trace rejects
+            from .answer import keep_verified, not_covered
+
+            kept, dropped = keep_verified(text, traced)
+            if dropped:
+                result["dropped_claims"] = dropped
+                result["answer"] = kept or not_covered([s["title"] for s in sections])
+                traced = {**traced, "claims": [c for c in traced["claims"] if c["supported"]],
+                          "unsupported_claims": [], "contradicted_claims": []}
+        result["covered"] = True
         result["sources"] = [
             {"paper": s["paper"], "section": s["section"], "passage": s["passage"],
              "similarity": s["similarity"], "page": s["page"], "claim": s["claim"],

@@ -13,6 +13,14 @@ import threading
 
 from .errors import EpistemeError, UsageError
 
+#: A section is relevant to a question when its relevance (0..1, see :func:`relevance`) is at
+#: least this; a question no section reaches is not covered by the wiki.  Calibrated in
+#: benchmarks/bench_verify.py (answerable retrieval questions vs unanswerable ones).
+COVERED_THRESHOLD = 0.5
+#: relevance = W_COVER x coverage + (1 - W_COVER) x scaled cosine similarity
+W_COVER = 0.5
+COS_FLOOR, COS_SPAN = 0.15, 0.5
+
 DEFAULT_K = 5
 MAX_K = 50
 MAX_QUESTION_CHARS = 4000  # a question longer than this is cut (bounded work)
@@ -51,8 +59,9 @@ class Retriever:
                 "`episteme ingest PAPER.pdf --write` (or let the agent write them) first"
             )
         hits = self.index.search(question[:MAX_QUESTION_CHARS], k=int(k))
+        rel = self.relevance(question[:MAX_QUESTION_CHARS], hits)
         sections = []
-        for h in hits:
+        for h, r in zip(hits, rel, strict=True):
             sections.append({
                 "id": h["id"],
                 "page": h["page"],
@@ -61,9 +70,41 @@ class Retriever:
                 "description": h["description"],
                 "text": h["text"],
                 "score": h["score"],
+                "relevance": r,
                 "sources": h["sources"],
             })
-        return {"question": question, "sections": sections, "index": stats}
+        covered = any(r >= COVERED_THRESHOLD for r in rel)
+        out = {"question": question, "sections": sections, "covered": covered, "index": stats}
+        if not covered:
+            out["closest_topics"] = list(dict.fromkeys(s["title"] for s in sections))[:3]
+        return out
+
+    def relevance(self, question: str, hits: list[dict]) -> list[float]:
+        """An absolute relevance in 0..1 per hit (RRF scores only rank): the IDF-weighted share
+        of the question's content words the section contains (a name the wiki never mentions
+        weighs most, so "How does RoBERTa mask?" is not answered by BERT's sections), mixed
+        with the cosine similarity of the question and the section, scaled to 0..1."""
+        import math
+
+        from .trace import content_terms, stem, words
+
+        terms = content_terms(question)
+        if not hits:
+            return []
+        if not terms:
+            return [0.0 for _ in hits]
+        df, n = self.index.term_df(terms)
+        idf = {t: math.log((n + 1) / (df.get(t, 0) + 0.5)) for t in terms}
+        total = sum(idf.values()) or 1.0
+        out = []
+        for h in hits:
+            have = {stem(w) for w in words(" ".join((h.get("title") or "", h.get("description") or "",
+                                                      h.get("text") or "")))}
+            cover = sum(w for t, w in idf.items() if t in have) / total
+            cos = h.get("similarity")
+            cos_part = min(1.0, max(0.0, ((cos or 0.0) - COS_FLOOR) / COS_SPAN))
+            out.append(round(W_COVER * cover + (1 - W_COVER) * cos_part, 4))
+        return out
 
 
 def format_retrieve_text(result: dict, width: int = 300) -> str:

@@ -383,6 +383,22 @@ class WikiSectionIndex:
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
+    def term_df(self, terms: Iterable[str]) -> tuple[dict[str, int], int]:
+        """``({term: number of sections containing it}, number of sections)``: document
+        frequencies for an absolute relevance score (prefix match, as our stems are light)."""
+        out: dict[str, int] = {}
+        with self._lock:
+            db = self._db()
+            total = int(db.execute("SELECT count(*) FROM sections").fetchone()[0])
+            for t in terms:
+                q = '"' + t.replace('"', '""') + '"' + ("*" if len(t) >= 4 and not t.isdigit() else "")
+                try:
+                    out[t] = int(db.execute("SELECT count(*) FROM sections_fts WHERE sections_fts "
+                                            "MATCH ?", (q,)).fetchone()[0])
+                except sqlite3.Error:
+                    out[t] = 0
+        return out, total
+
     def semantic(self, text: str, n: int = 50, *, vector=None) -> list[tuple[str, float]]:
         """``(section id, best cosine similarity)`` best first."""
         if n <= 0 or not (text or "").strip():
