@@ -47,7 +47,6 @@ GOLD = SHARED / "data" / "gold" / "dev_verify.jsonl"
 UNANSWERABLE = REPO / "benchmarks" / "unanswerable_questions.jsonl"
 
 from bench_trace import ensure_wiki, ensure_written_wiki, evaluate_retrieval, overlaps  # noqa: E402
-
 from episteme.config import load_settings  # noqa: E402
 from episteme.trace import Tracer, split_claims  # noqa: E402
 from episteme.verify import EVIDENCE_K, NUMBER_TOPIC_COVER, TOPIC_COVER, Verifier  # noqa: E402

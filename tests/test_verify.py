@@ -92,8 +92,8 @@ def test_unknown_name_unsupported_and_quote_is_verbatim():
     v = verdict("The ImageNet models are trained with dropout.",
                 "Training details follow. We do not use dropout in the ImageNet models. Done.")
     a, b = v["span"]
-    assert "We do not use dropout in the ImageNet models." == \
-        "Training details follow. We do not use dropout in the ImageNet models. Done."[a:b]
+    assert "Training details follow. We do not use dropout in the ImageNet models. Done."[a:b] == \
+        "We do not use dropout in the ImageNet models."
 
 
 @pytest.fixture

@@ -235,9 +235,8 @@ def _is_entity(tok: str, initial: bool) -> bool:
         return any(c.isalpha() for c in tok[:first_digit]) and not re.fullmatch(r"\d+[eE]-?\d+", tok)
     if len(letters) >= 2 and any(c.isupper() for c in tok[1:]):
         return True  # ViT, MNIST, SciBERT, BERT-LARGE
-    if tok[0].isupper() and not initial:
-        return True  # a capitalised word inside a sentence: Treebank, Chrome, English-German
-    return False
+    # a capitalised word inside a sentence: Treebank, Chrome, English-German
+    return tok[0].isupper() and not initial
 
 
 def entities_in(text: str) -> list[Ent]:
@@ -267,9 +266,7 @@ def entities_in(text: str) -> list[Ent]:
 
 # capitalised function words that open clauses or titles (never names)
 _CAP_FUNCTION = frozenset(
-    "the a an in on of for and or but to with by from at as is are was were this that these "
-    "those it its we our their they he she when where which while whereas however also table "
-    "figure section fig eq equation".split()
+    ["the", "a", "an", "in", "on", "of", "for", "and", "or", "but", "to", "with", "by", "from", "at", "as", "is", "are", "was", "were", "this", "that", "these", "those", "it", "its", "we", "our", "their", "they", "he", "she", "when", "where", "which", "while", "whereas", "however", "also", "table", "figure", "section", "fig", "eq", "equation"]
 )
 
 
@@ -311,10 +308,9 @@ def siblings(a: Ent | str, b: Ent | str, *, min_affix: int = 2) -> bool:
 
 _WORD = re.compile(r"[^\W_]+(?:'t)?", re.UNICODE)
 
-_NEG_CUES = frozenset("not no never without none neither nor cannot nothing lack lacks lacking "
-                      "absence".split())
+_NEG_CUES = frozenset(["not", "no", "never", "without", "none", "neither", "nor", "cannot", "nothing", "lack", "lacks", "lacking", "absence"])
 _NEG_MULTI = (("free", "of"),)
-_CLAUSE_BREAK = frozenset("but although though whereas while however instead unlike".split())
+_CLAUSE_BREAK = frozenset(["but", "although", "though", "whereas", "while", "however", "instead", "unlike"])
 
 # comparative cues: +1 = more / better for the subject, -1 = less / worse
 _MAG_CUES = {
@@ -347,8 +343,7 @@ def _inflect(cues: dict[str, int]) -> dict[str, int]:
 _MAG_CUES = _inflect(_MAG_CUES)
 _GOOD_CUES = _inflect(_GOOD_CUES)
 # quantities where more is worse: "higher error" = worse, "fewer FLOPs" = cheaper
-_BAD_QUANTITIES = frozenset("error errors err loss losses cost costs complexity time latency "
-                            "perplexity flops memory overhead runtime".split())
+_BAD_QUANTITIES = frozenset(["error", "errors", "err", "loss", "losses", "cost", "costs", "complexity", "time", "latency", "perplexity", "flops", "memory", "overhead", "runtime"])
 
 
 @functools.lru_cache(maxsize=8192)

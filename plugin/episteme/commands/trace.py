@@ -26,6 +26,9 @@ def build_parser() -> ArgumentParser:
                    help="support score below which a claim is unsupported (default: calibrated)")
     p.add_argument("--include-references", action="store_true",
                    help="also trace into reference-list sections (excluded by default)")
+    p.add_argument("--verifier", choices=["auto", "offline", "claude"], default="auto",
+                   help="who gives the verdicts: the offline rules, or Claude on top of them (one "
+                        "call per answer; auto = Claude when an API key is set)")
     p.add_argument("--format", choices=["json", "text"], default="json")
     add_store_options(p)
     return p
@@ -59,9 +62,24 @@ def main(argv: list[str] | None = None) -> int:
         if args.top < 1 or args.top > 20:
             raise UsageError("--top must be between 1 and 20")
         answer = read_answer(args.answer)
-        tracer = Tracer(settings_from_args(args))
+        settings = settings_from_args(args)
+        tracer = Tracer(settings)
         result = tracer.trace(answer, sections=args.sections, papers=args.papers, top=args.top,
                               threshold=args.threshold, include_references=args.include_references)
+        result["verifier"] = "offline"
+        if args.verifier != "offline":
+            from ..llm import llm_mode
+
+            if llm_mode(settings) == "claude":
+                from ..verify_llm import llm_verify
+
+                result = llm_verify(settings, result)
+                if result.get("llm_usage"):
+                    from ..llm import format_usage
+
+                    print(format_usage(result["llm_usage"]), file=sys.stderr)
+            elif args.verifier == "claude":
+                raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
         if args.format == "text":
             sys.stdout.write(format_trace_text(result))
         else:
