@@ -45,6 +45,9 @@ from dataclasses import dataclass, field
 SUPPORTED, CONTRADICTED, UNSUPPORTED = "supported", "contradicted", "unsupported"
 VERDICTS = (SUPPORTED, CONTRADICTED, UNSUPPORTED)
 
+#: Distinct claim words a negation's scope must hold in the two most on-topic sentences (2 in
+#: the others) before the passage counts as denying a positive claim.
+NEG_MIN_HITS = 2
 #: How many of a claim's ranked passages the verifier reads.
 EVIDENCE_K = 6
 #: Share of the claim's content words a passage sentence must contain before its negation or
@@ -92,6 +95,8 @@ _NUM = re.compile(
 )
 _WORD_NUM = re.compile(r"\b(?P<pre>an?\s+|one\s+)?(?P<w>" + "|".join(
     sorted(list(_NUM_WORDS) + list(_FRACTION_WORDS), key=len, reverse=True)) + r")s?\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\b(about|roughly|approximately|around|nearly|almost|close to|some|over|~)\s*$",
+                    re.IGNORECASE)
 _REFS = re.compile(r"\[\d{1,3}(?:\s*[,;\u2013-]\s*\d{1,3})*\]")
 _LABEL_BEFORE = re.compile(r"(?:^|(?<=[\s(]))[A-Z][a-z]{2,}\.?\s?$")
 _FRAC = re.compile(r"(?<![\w./])(\d{1,2})\s?/\s?(\d{1,2})(?![\w/])")
@@ -109,6 +114,7 @@ class Num:
     word: bool = False  # written as a word ("three")
     lo: float | None = None  # a range "2-4" also carries its bounds
     hi: float | None = None
+    hedged: bool = False  # "about 90%", "roughly 4.5M": stated to its precision only
 
 
 def _key(x: float) -> float:
@@ -146,6 +152,8 @@ def numbers_in(text: str, *, evidence: bool = False) -> list[Num]:
         except ValueError:
             continue
         vals = set(_readings(value, bool(m.group("pct")), m.group("scale")))
+        if re.fullmatch(r"\d\d", raw) and text[max(0, m.start() - 1):m.start()] == "'":
+            vals.add(_key(2000 + value if value < 50 else 1900 + value))  # WMT'14 = 2014
         if evidence and re.search(r",\s", raw):
             for part in raw.split(","):
                 part = part.strip()
@@ -172,6 +180,9 @@ def numbers_in(text: str, *, evidence: bool = False) -> list[Num]:
             if before.endswith("all "):
                 continue  # "all three" counts the things just named, it states no new value
         out.append(Num(m.group(0), m.start(), m.end(), frozenset({_key(val)}), word=True))
+    if not evidence:
+        for n in out:
+            n.hedged = bool(_HEDGE.search(text[max(0, n.start - 25):n.start]))
     if evidence:
         ints = [n for n in out if not n.word and re.fullmatch(r"\d{1,2}", n.text)]
         for a, b in zip(ints, ints[1:], strict=False):
@@ -192,9 +203,16 @@ def claim_numbers(claim: str) -> list[Num]:
 
 
 def number_matches(claim_num: Num, ev: Num) -> bool:
-    """Same value in any reading (28.4 = 28.40, 86.3% = 0.863), or inside a stated range."""
+    """Same value in any reading (28.4 = 28.40, 86.3% = 0.863), or inside a stated range; a
+    hedged claim value ("about 90%") also matches the evidence rounded to its precision."""
     if claim_num.values & ev.values:
         return True
+    if claim_num.hedged and not claim_num.word and ev.lo is None:
+        digits = len(claim_num.text.split(".")[1].rstrip("%kKMB ")) if "." in claim_num.text else 0
+        for cv in claim_num.values:
+            for v in ev.values:
+                if v and abs(round(v, digits) - cv) < 1e-9 and abs(v - cv) / abs(v) < 0.05:
+                    return True
     if ev.lo is not None and ev.hi is not None:
         return any(ev.lo <= v <= ev.hi for v in claim_num.values)
     return False
@@ -301,7 +319,11 @@ def siblings(a: Ent | str, b: Ent | str, *, min_affix: int = 2) -> bool:
         return False
     if re.sub(r"\d", "0", ka) == re.sub(r"\d", "0", kb) and re.search(r"[a-z]", ka):
         return True  # told apart by digits only: P3/P4, VGG-16/VGG-19, CoNLL-2003/CoNLL-2012
-    return _common_prefix(ka, kb) >= min_affix or _common_prefix(ka[::-1], kb[::-1]) >= min_affix
+    if min_affix >= 3 and ka.isalpha() and kb.isalpha() and ka.islower() and kb.islower() \
+            and ta.islower() and tb.islower():
+        # plain words (roles): generator/discriminator, input/output
+        return _common_prefix(ka, kb) >= min_affix or _common_prefix(ka[::-1], kb[::-1]) >= min_affix
+    return _common_prefix(ka, kb) >= max(3, min_affix)  # names: ViT-Large/ViT-Huge, not ResNet/ImageNet
 
 
 # ----------------------------------------------------------------------------- words, cues
@@ -310,6 +332,8 @@ _WORD = re.compile(r"[^\W_]+(?:'t)?", re.UNICODE)
 
 _NEG_CUES = frozenset(["not", "no", "never", "without", "none", "neither", "nor", "cannot", "nothing", "lack", "lacks", "lacking", "absence"])
 _NEG_MULTI = (("free", "of"),)
+# verbs that state an absence ("discarded", "excludes"): negations in other words
+_PRIVATIVE = frozenset(["exclude", "excludes", "excluded", "excluding", "omit", "omits", "omitted", "discard", "discards", "discarded", "remove", "removes", "removed", "removing", "drop", "drops", "dropped", "dropping", "lack", "lacks", "lacked", "avoid", "avoids", "avoided", "fail", "fails", "failed", "absent"])
 _CLAUSE_BREAK = frozenset(["but", "although", "though", "whereas", "while", "however", "instead", "unlike"])
 
 # comparative cues: +1 = more / better for the subject, -1 = less / worse
@@ -379,6 +403,18 @@ def negated_near(text: str, terms: set[str], *, min_hits: int = 1) -> tuple[bool
     return False, None
 
 
+def _privative_near(text: str, terms: set[str]) -> bool:
+    """A verb of absence ("discarded", "excludes") next to the claim's words: the text denies
+    something without a "not"."""
+    from .trace import stem
+
+    toks = _tokens(text)
+    for i, (w, _s, _e) in enumerate(toks):
+        if w in _PRIVATIVE and any(stem(t[0]) in terms for t in toks[max(0, i - 3):i + 5] if t[0] != w):
+            return True
+    return False
+
+
 def _negated_terms(text: str, cue_at: int | None, n: int = 2) -> set[str]:
     """The first ``n`` content words after the negation cue at offset ``cue_at``."""
     from .trace import STOP, stem
@@ -413,15 +449,23 @@ class Comparison:
     bad_quantity: bool  # the compared quantity is one where more is worse
 
 
+_ADJ_CUE = re.compile(r"(er|est)$|^(more|less|fewer|superior|inferior)$")
+
+
 def comparisons(text: str) -> list[Comparison]:
+    """The comparatives of ``text``: verbs (outperforms, reduces, rises) always; adjectives and
+    adverbs (higher, better, more) only in a comparison proper, with a "than" within 5 words
+    ("more layers" states no comparison)."""
     toks = _tokens(text)
     out = []
     for i, (w, _s, _e) in enumerate(toks):
+        if w not in _GOOD_CUES and w not in _MAG_CUES:
+            continue
+        if _ADJ_CUE.search(w) and not any(t[0] == "than" for t in toks[i + 1:i + 6]):
+            continue
         if w in _GOOD_CUES:
             out.append(Comparison(_GOOD_CUES[w], "good", w, i, False))
-        elif w in _MAG_CUES:
-            if w in ("more", "less") and i + 1 < len(toks) and toks[i + 1][0] in ("than",):
-                pass
+        else:
             window = [t[0] for t in toks[max(0, i - 3):i + 4]]
             out.append(Comparison(_MAG_CUES[w], "mag", w, i, any(x in _BAD_QUANTITIES for x in window)))
     return out
@@ -655,11 +699,13 @@ class Verifier:
             """Negated about the claim's words: two shared words in the cue's scope, or one
             in one of the two most on-topic sentences."""
             st = cands[x[2]].text[x[3]:x[4]]
-            return negated_near(st, cterms & _stems(st), min_hits=1 if id(x) in leading else 2)[0]
+            shared = cterms & _stems(st)
+            return negated_near(st, shared, min_hits=NEG_MIN_HITS if id(x) in leading else 2)[0] or \
+                (id(x) in leading and _privative_near(st, shared))
 
         if close and not agreed:
             negs = [x for x in close if neg(x)]
-            if not cn and negs:
+            if not cn and negs and not _privative_near(claim, cterms):
                 x = negs[0]
                 return self._out(CONTRADICTED, "negation",
                                  "the passage states it negated; the claim states it as true",
@@ -667,7 +713,7 @@ class Verifier:
             # a negated claim is contradicted only where the passage states the very thing it
             # denies (a passage may deny in other words: "discarded" for "not retained")
             stated = [x for x in close if _denied_stated(claim, cpos, cands[x[2]].text[x[3]:x[4]])]
-            if cn and not negs and stated:
+            if cn and not negs and stated and not _privative_near(cands[stated[0][2]].text, cterms):
                 x = stated[0]
                 return self._out(CONTRADICTED, "negation", "the claim denies what the passage states",
                                  x[2], (x[3], x[4]), _front(order, x[2]), cands)
@@ -698,8 +744,10 @@ class Verifier:
     def _known(self, e: Ent) -> bool:
         """Whether the papers in scope name ``e`` (a hyphenated compound such as ``root-to-w2``
         counts when each of its parts is named)."""
-        if self.in_scope(e.text):
-            return True
+        if len(e.key) < 3 or self.in_scope(e.text):
+            return True  # two-letter acronyms ("MT") are too ambiguous to judge absence by
+        if re.search(r"[A-Z]s$", e.text) and self.in_scope(e.text[:-1]):
+            return True  # "GANs" = "GAN"
         parts = [p for p in re.split(r"-(?:to-)?", e.text) if len(p) >= 2]
         if len(parts) < 2 or not all(re.search(r"[A-Za-z]", p) for p in parts):
             return False  # "CoNLL-2012": the number is part of the name
@@ -940,9 +988,12 @@ class Verifier:
                 elif len(set(here)) > 1:
                     current = None
                 for w in stems_:
-                    if w in attrs and w not in out:
-                        out[w] = current
-            return {a: out.get(a) for a in attrs}
+                    if w in attrs:
+                        # a word found with two different anchors binds to neither
+                        out[w] = current if out.get(w, current) == current else None
+                        if w in out and out[w] is None:
+                            out[w] = ""
+            return {a: (out.get(a) or None) for a in attrs}
 
         bc, bs = bind(claim), bind(sent)
         agree = sum(1 for a in attrs if bc[a] and bc[a] == bs[a])
@@ -960,47 +1011,58 @@ class Verifier:
             return None
         from .trace import STOP, stem
 
-        c = cc[0]
         ctoks = _tokens(claim)
 
         def side(toks, lo, hi, n=6, rev=False):
-            """The ``n`` content words nearest the comparative on one side (its arguments)."""
-            seq = [stem(w) for w, _s, _e in toks[lo:hi] if w not in STOP and w not in _MAG_CUES
-                   and w not in _GOOD_CUES]
-            return set(seq[-n:] if rev else seq[:n])
-
-        left = side(ctoks, 0, c.at, rev=True)
-        right = side(ctoks, c.at + 1, len(ctoks))
-        only_left, only_right = left - right, right - left
-        best = None
-        for _sh, _o, i, sa, sb in sents:
-            sent = cands[i].text[sa:sb]
-            stoks = _tokens(sent)
-            for s in comparisons(sent):
-                sleft = side(stoks, 0, s.at, rev=True)
-                sright = side(stoks, s.at + 1, len(stoks))
-                same = len(only_left & sleft) + len(only_right & sright)
-                crossed = len(only_left & sright) + len(only_right & sleft)
-                # both things compared, each on one side of the passage's comparative
-                straight = bool(only_left & sleft) and bool(only_right & sright)
-                across = bool(only_left & sright) and bool(only_right & sleft)
-                if not (straight or across):
+            """The ``n`` content words nearest the comparative on one side (its arguments),
+            not crossing a clause break."""
+            seq = []
+            rng = range(hi - 1, lo - 1, -1) if rev else range(lo, hi)
+            for j in rng:
+                w = toks[j][0]
+                if w in _CLAUSE_BREAK or w in ("because", "since", "when", "whenever"):
+                    break
+                if w in STOP or w in _MAG_CUES or w in _GOOD_CUES:
                     continue
-                k = (same + crossed, _sh)
-                if best is None or k > best[0]:
-                    best = (k, s, same, crossed, i, sa, sb)
+                seq.append(stem(w))
+                if len(seq) >= n:
+                    break
+            return set(seq)
+
+        best = None
+        for c in cc:
+            left = side(ctoks, 0, c.at, rev=True)
+            right = side(ctoks, c.at + 1, len(ctoks))
+            only_left, only_right = left - right, right - left
+            for _sh, _o, i, sa, sb in sents:
+                sent = cands[i].text[sa:sb]
+                stoks = _tokens(sent)
+                for s in comparisons(sent):
+                    sleft = side(stoks, 0, s.at, rev=True)
+                    sright = side(stoks, s.at + 1, len(stoks))
+                    same = len(only_left & sleft) + len(only_right & sright)
+                    crossed = len(only_left & sright) + len(only_right & sleft)
+                    # both things compared, each on one side of the passage's comparative
+                    straight = bool(only_left & sleft) and bool(only_right & sright)
+                    across = bool(only_left & sright) and bool(only_right & sleft)
+                    if not (straight or across):
+                        continue
+                    flip = -1 if (across and not straight and crossed > same) else 1
+                    low = f" {claim.lower()} "
+                    if " from " in low and " to " in low:
+                        flip = 1  # "falls from A to B": a before and an after, not two things
+                    if c.kind == s.kind:
+                        agrees = c.sign == s.sign * flip
+                    else:
+                        agrees = goodness(c) == goodness(s) * flip
+                    # the best-matched pair; among equals, one that agrees
+                    k = (max(same, crossed), _sh, agrees)
+                    if best is None or k > best[0]:
+                        best = (k, c, s, flip, agrees, i, sa, sb)
         if best is None:
             return None
-        _k, s, same, crossed, i, sa, sb = best
-        flip = -1 if crossed > same else 1
-        low = f" {claim.lower()} "
-        if " from " in low and " to " in low:
-            flip = 1  # "falls from A to B": the sides are a before and an after, not two things
-        if c.kind == s.kind:
-            a, b = c.sign, s.sign * flip
-        else:
-            a, b = goodness(c), goodness(s) * flip
-        if a != b:
+        _k, c, s, flip, agrees, i, sa, sb = best
+        if not agrees:
             return (f"the claim says \"{c.cue}\"; the passage says \"{s.cue}\"" +
                     (" with the sides the other way round" if flip < 0 else ""), i, (sa, sb), False)
         return ("", i, (sa, sb), True)
