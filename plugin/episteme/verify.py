@@ -131,6 +131,16 @@ def _readings(value: float, pct: bool, scale: str | None) -> frozenset[float]:
 
 
 def numbers_in(text: str, *, evidence: bool = False) -> list[Num]:
+    """See :func:`_numbers`; passage readings are cached (they never change)."""
+    return list(_numbers_cached(text)) if evidence else _numbers(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _numbers_cached(text: str) -> tuple[Num, ...]:
+    return tuple(_numbers(text, evidence=True))
+
+
+def _numbers(text: str, *, evidence: bool = False) -> list[Num]:
     """The numbers of ``text`` with their spans.  With ``evidence`` (passage text) a comma group
     with a space (pypdf's ``508, 305``) is read both as one number and as two, and two adjacent
     small integers (a superscript fraction ``3 4``) also as their quotient."""
@@ -258,7 +268,17 @@ def _is_entity(tok: str, initial: bool) -> bool:
 
 
 def entities_in(text: str) -> list[Ent]:
-    """Named things of ``text`` by form (see the module docstring), in order."""
+    """Named things of ``text`` by form (see the module docstring), in order (cached: a warm
+    process meets the same passages again and again)."""
+    return list(_entities_cached(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _entities_cached(text: str) -> tuple[Ent, ...]:
+    return tuple(_entities(text))
+
+
+def _entities(text: str) -> list[Ent]:
     text = normalize(text)
     out: list[Ent] = []
     prev_end_char = "."
@@ -521,6 +541,7 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
     return [(x, y) for x, y in out if y > x]
 
 
+@functools.lru_cache(maxsize=16384)
 def tabular(sentence: str) -> bool:
     """Table text (cells, not prose): a quarter or more of its tokens are numbers or dashes."""
     toks = sentence.split()
@@ -542,9 +563,15 @@ def _fmt_num(n: Num) -> str:
 
 
 def _stems(text: str) -> set[str]:
+    return set(_stems_cached(text))
+
+
+@functools.lru_cache(maxsize=32768)
+def _stems_cached(text: str) -> frozenset[str]:
     from .trace import STOP, stem, words
 
-    return {stem(w) for w in words(unligature(text)) if w not in STOP and not w.isdigit() and len(w) > 1}
+    return frozenset(stem(w) for w in words(unligature(text)) if w not in STOP and not w.isdigit()
+                     and len(w) > 1)
 
 
 def _best_sentence(text: str, cterms: set[str], *, prose: bool = False) -> tuple[int, int, float]:
@@ -1096,6 +1123,7 @@ def _row_labels(text: str, a: int, b: int) -> list[tuple[set[str], int, int, str
     return out
 
 
+@functools.lru_cache(maxsize=4096)
 def _cells(text: str) -> list[list[tuple[int, int]]]:
     """Runs of table cells: numbers (with "± x", "%", "/y"), dashes; as character spans
     (reference markers such as "[3]" are not cells)."""
