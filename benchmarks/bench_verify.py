@@ -141,11 +141,16 @@ SPEED_ANSWER = (
 
 def speed(tracer: Tracer, wiki: Path) -> dict:
     tracer.trace(SPEED_ANSWER)
-    warm = []
+    warm, base = [], []
     for i in range(15):
+        text = SPEED_ANSWER + f" Run {i} took place."
         t = time.perf_counter()
-        tracer.trace(SPEED_ANSWER + f" Run {i} took place.")
+        tracer.trace(text)
         warm.append(time.perf_counter() - t)
+        # baseline in the same run: the similarity tracer's own work (embed, pool, rank), no verdicts
+        t = time.perf_counter()
+        tracer.score_pool([c.text for c in split_claims(text + " Base.")[0]], None).ranked(limit=3)
+        base.append(time.perf_counter() - t)
     cold = []
     for _ in range(3):
         t = time.perf_counter()
@@ -155,6 +160,7 @@ def speed(tracer: Tracer, wiki: Path) -> dict:
         if proc.returncode != 0:
             raise SystemExit(f"trace.py failed: {proc.stderr}")
     return {"warm_ms": statistics.median(warm) * 1000, "warm_max_ms": max(warm) * 1000,
+            "base_ms": statistics.median(base) * 1000,
             "cold_s": statistics.median(cold)}
 
 
@@ -202,6 +208,28 @@ def abstention(written: Path) -> dict | None:
             "cv": (ts, sum(cv_u) / len(cv_u), sum(cv_a) / len(cv_a)),
             "recall@5": rv["metrics"]["fused"]["recall@5"],
             "un": sorted(un), "ans": sorted(ans)}
+
+
+def dev_trace(tracer: Tracer, wiki: Path) -> dict:
+    """``dev_trace.jsonl`` (answers, not single claims) through the verifier: passage ranking
+    as bench_trace measures it, and how the verdicts flag whole answers."""
+    import bench_trace as bt
+
+    sup, uns = bt.load_items()
+    ev = bt.evaluate_supported(tracer, sup, wiki)
+
+    def verdicts(items):
+        return [[c["verdict"] for c in tracer.trace(it["answer"])["claims"]] for it in items]
+
+    vs, vu = verdicts(sup), verdicts(uns)
+
+    def flag(v):
+        return sum(x != "supported" for x in v) * 2 >= len(v)
+
+    return {"ranks": ev["ranks"]["ours"], "n_sup": len(sup), "n_uns": len(uns),
+            "uns_flagged": sum(map(flag, vu)) / len(vu),
+            "sup_claims_rejected": sum(x != "supported" for v in vs for x in v) / sum(map(len, vs)),
+            "sup_answers_flagged": sum(map(flag, vs)) / len(vs)}
 
 
 def table(title: str, cols: list[tuple[str, dict]]) -> list[str]:
@@ -265,6 +293,17 @@ def main() -> int:
         out.append("Misses (shipped): " + "; ".join(
             f"`{r['id']}` {r['label']}/{r['kind']} → {r['verdict']} ({r['reason']['code']})" for r in misses)
             + ".\n")
+    dt = dev_trace(tracer, wiki)
+    out.append("## dev_trace.jsonl through the verifier\n")
+    out.append(f"{dt['n_sup']} supported answers (several paraphrased claims each) and {dt['n_uns']} unsupported "
+               "answers (gold + `benchmarks/trace_unsupported.jsonl`), scope = all papers. Nothing was fitted "
+               "on these.\n")
+    out.append("| measure | value |\n|---|---|")
+    out.append(f"| answer → passage hit@1 / hit@3 / MRR | {dt['ranks']['hit@1']:.3f} / {dt['ranks']['hit@3']:.3f} / "
+               f"{dt['ranks']['MRR']:.3f} |")
+    out.append(f"| unsupported answers flagged (half or more claims not supported) | {dt['uns_flagged']:.3f} |")
+    out.append(f"| claims of supported answers rejected | {dt['sup_claims_rejected']:.3f} |")
+    out.append(f"| supported answers flagged | {dt['sup_answers_flagged']:.3f} |\n")
     ab = abstention(ensure_written_wiki(wiki))
     if ab:
         out.append("## Abstention\n")
@@ -289,7 +328,11 @@ def main() -> int:
         sp = speed(tracer, wiki)
         out.append("## Speed (5-claim answer, scope = all 10 papers)\n")
         out.append(f"Warm in-process `Tracer.trace` (verification included): median {sp['warm_ms']:.0f} ms "
-                   f"(max {sp['warm_max_ms']:.0f} ms); cold `trace.py` process: median {sp['cold_s']:.2f} s.\n")
+                   f"(max {sp['warm_max_ms']:.0f} ms), against {sp['base_ms']:.0f} ms for the similarity "
+                   f"tracer's own work in the same run (embed + pool + rank, no verdicts): "
+                   f"{sp['warm_ms'] / sp['base_ms']:.2f}x. Cold `trace.py` process: median {sp['cold_s']:.2f} s. "
+                   f"Load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (other helpers' "
+                   "work on the same 2 cores): absolute times are inflated accordingly.\n")
     text = "\n".join(out) + "\n"
     print(text)
     if args.write:
