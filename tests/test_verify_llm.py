@@ -94,3 +94,16 @@ def test_401_is_a_clear_error(ingested_wiki, fake_anthropic, traced):
         llm_verify(None, traced, client=client)
     assert "401" in err.value.message and "API_KEY" in err.value.message
     assert VERDICTS_TOOL["input_schema"]["required"] == ["verdicts"]
+
+
+def test_trace_command_claude_verifier_needs_a_key(ingested_wiki, capsys, monkeypatch):
+    from episteme.commands.trace import main
+
+    for key in ("ANTHROPIC_API_KEY", "LLM_API_KEY"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.chdir(ingested_wiki.parent)
+    code = main(["--wiki", str(ingested_wiki), "--answer", ANSWER, "--verifier", "claude"])
+    assert code == 2 and "needs an API key" in capsys.readouterr().out
+    code = main(["--wiki", str(ingested_wiki), "--answer", ANSWER, "--verifier", "offline"])
+    out = capsys.readouterr().out
+    assert code == 0 and '"verifier": "offline"' in out and '"contradicted"' in out
