@@ -273,10 +273,14 @@ def main() -> int:
                f"traced alone, scope = all 10 ingested papers. Retrieval + verification of all claims: "
                f"{eval_s:.1f} s.\n")
     out.append("## Verdicts vs gold\n")
-    out.append("Columns: **shipped** = the thresholds in `verify.py` (set by hand, before this benchmark); "
+    out.append("Columns: **shipped** = the thresholds in `verify.py`; "
                f"**fitted in-sample** = the grid choice best on all 90 claims (topic {best[0]}, number "
                f"{best[1]}); **5-fold CV** = each fold's claims verified with the thresholds best on the other "
                f"folds (by paper; chosen: {', '.join(f'{a}/{b}' for a, b in chosen[:-1])}).\n")
+    out.append("Honestly: the verifier's rules were developed while reading this set's misses, so every "
+               "column is in-sample as far as the rules go; the cross-validation covers only the two "
+               "topic-share thresholds (the only fitted numbers). The `dev_trace` section below (not "
+               "looked at while writing the rules until the end) and the hidden set are the fair tests.\n")
     out += table("All claims", [("shipped", measures(shipped)), ("fitted in-sample", measures(grid[best])),
                                 ("5-fold CV", measures(cv_rows))])
     out.append("### Reasons given (shipped)\n")
