@@ -343,6 +343,25 @@ def test_chat_answers_with_traced_sources_like_the_cli(live):
         assert cli[key] == r[key], key
 
 
+def test_trace_endpoint_gives_verdicts_and_not_covered_chat_names_topics(live):
+    answer = ("The Transformer (big) reaches 28.4 BLEU on the WMT 2014 English-to-German task. "
+              "The Transformer (big) reaches 34.2 BLEU on the WMT 2014 English-to-German task.")
+    status, r, _ = post_json(live.url, "/trace", {"answer": answer})
+    assert status == 200, r
+    assert [c["verdict"] for c in r["claims"]] == ["supported", "contradicted"]
+    bad = r["claims"][1]
+    assert "34.2" in bad["reason"]["text"] and "28.4" in bad["evidence"]["quote"]
+    assert r["contradicted_claims"] == [bad["claim"]]
+    status, r, _ = post_json(live.url, "/trace", {"answer": answer, "sections": ["sec_001"],
+                                                  "papers": ["x.pdf"]})
+    assert status == 400 and "not both" in r["error"]
+    status, r, _ = post_json(live.url, "/chat", {"query": "Which reward model fine-tunes InstructGPT "
+                                                          "with human feedback?"})
+    assert status == 200, r
+    assert r["covered"] is False and r["answer"].startswith("The wiki does not cover this question.")
+    assert r["closest_topics"] and r["sources"] == [] and r["claims"] == []
+
+
 def test_chat_with_claude_marks_an_invented_claim_unsupported(written_template, tmp_path,  # noqa: F811
                                                                fake_anthropic):
     wiki = tmp_path / "wiki"
