@@ -211,7 +211,8 @@ def _blocks(body: str, first_line: int) -> list[tuple[bool, str, list[tuple[int,
             continue
         q = bool(_QUOTE_LINE.match(raw))
         text = _QUOTE_LINE.sub("", raw) if q else raw
-        if links_only(text):
+        if links_only(text) or text.rstrip().endswith(":"):
+            # navigation, or the lead-in of the quote or list below ("From X, §3 (p. 4):")
             close()
             continue
         item = _LIST_ITEM.match(text)
@@ -461,7 +462,8 @@ class ClaimChecker:
             claims: list[str] = []
             for u in units:
                 r = {"text": u.text, "line": u.line - sec.body_line, "kind": "quote" if u.quote else "claim"}
-                if u.quote and pids and self.papers.located(u.text, pids):
+                if pids and self.papers.located(u.text, pids):
+                    # stated word for word by a source (a quote, or a sentence copied as prose)
                     r["verdict"] = "located"
                 elif not pids:
                     r["verdict"] = "unsupported"
@@ -534,10 +536,74 @@ class ClaimChecker:
                     q = tr.quote_for(c, h["text"])
                 r["evidence"] = {"paper": h["paper"], "section": h["section"], "page": h["page"],
                                  "quote": q}
-            if v["verdict"] == SUPPORTED:
+            if v["verdict"] != "contradicted":
+                alt = altered_copy(c, cands)
+                if alt is not None:
+                    h, sent, said, says = alt
+                    r.update(verdict="contradicted", verifier_verdict=v["verdict"],
+                             reason={"code": "altered_copy",
+                                     "text": f"the sentence copies the passage's sentence but says {said!r} "
+                                             f"where the passage says {says!r}"},
+                             evidence={"paper": h["paper"], "section": h["section"], "page": h["page"],
+                                       "quote": sent})
+            if r["verdict"] == SUPPORTED:
                 r.pop("support", None)
             out.append(r)
         return out
+
+
+_TOK = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:'t)?", re.UNICODE)
+#: A claim this similar (difflib ratio over words) to one source sentence is a copy of it.
+COPY_RATIO = 0.8
+
+
+def _specific(tok: str) -> bool:
+    """A token whose change changes what a sentence asserts: a number, a name (capitalised or
+    mixed case, by form), a negation or a comparative (the verifier's own cue lists)."""
+    from .verify import _GOOD_CUES, _MAG_CUES, _NEG_CUES
+
+    low = tok.lower()
+    return (any(ch.isdigit() for ch in tok) or tok[:1].isupper() or low in _NEG_CUES or low in _MAG_CUES
+            or low in _GOOD_CUES or low.endswith("n't"))
+
+
+def altered_copy(claim: str, cands: list[dict]) -> tuple[dict, str, str, str] | None:
+    """When ``claim`` copies one sentence of a candidate passage except for a number, a name, a
+    negation or a comparative: ``(passage, its sentence, what the claim says, what the sentence
+    says)``.  A near-copy that changes a specific is the typical drift of a compiled wiki (a
+    merged number, a swapped dataset), and one the similarity of the two sentences hides."""
+    import difflib
+
+    from .passages import split_sentences
+    from .verify import normalize, unligature
+
+    cw = _TOK.findall(unligature(normalize(claim)))
+    if len(cw) < 6:
+        return None
+    lc = [w.lower() for w in cw]
+    best = None
+    for h in cands:
+        text = h["text"]
+        for a, b in split_sentences(text):
+            sw = _TOK.findall(unligature(normalize(text[a:b])))
+            if not sw or abs(len(sw) - len(cw)) > max(3, len(cw) // 4):
+                continue
+            sm = difflib.SequenceMatcher(None, lc, [w.lower() for w in sw], autojunk=False)
+            if sm.real_quick_ratio() < COPY_RATIO or sm.quick_ratio() < COPY_RATIO:
+                continue
+            ratio = sm.ratio()
+            if ratio >= COPY_RATIO and (best is None or ratio > best[0]):
+                best = (ratio, h, text[a:b].strip(), sw, sm)
+    if best is None:
+        return None
+    _r, h, sent, sw, sm = best
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            continue
+        mine, theirs = cw[i1:i2], sw[j1:j2]
+        if any(_specific(t) for t in mine + theirs):
+            return h, sent, " ".join(mine) or "(nothing)", " ".join(theirs) or "(nothing)"
+    return None
 
 
 # ------------------------------------------------------------------------------ findings
@@ -579,6 +645,8 @@ def result_findings(file: str, sec: SectionText, results: list[dict]) -> list[Fi
                     f"\"{_short(ev.get('quote') or '', MESSAGE_QUOTE)}\"")
         data = {"section_id": sec.id, "claim": r["text"], "verdict": v, "kind": r.get("kind"),
                 "reason": reason, "evidence": ev}
+        if r.get("verifier_verdict"):
+            data["verifier_verdict"] = r["verifier_verdict"]
         if r.get("lost_support"):
             data["lost_support"] = r["lost_support"]
         out.append(finding(rule, file, sec.body_line + int(r.get("line") or 0), msg, **data))
@@ -832,7 +900,7 @@ def format_table(run: ClaimsRun) -> str:
         out.append(f"{name:<{w}}  {vals[0]:>7}  {vals[1]:>9}  {vals[2]:>11}  {vals[3]:>12}\n")
     out.append(f"{'total':<{w}}  {tot[0]:>7}  {tot[1]:>9}  {tot[2]:>11}  {tot[3]:>12}\n")
     s = run.summary()
-    out.append(f"({s['quotes_located']} quotes located verbatim and skipped; {run.sections_checked} sections "
+    out.append(f"({s['quotes_located']} quotes or sentences found verbatim in their sources and skipped; {run.sections_checked} sections "
                f"verified, {run.sections_cached} from the cache"
                + (f", {run.sections_skipped} unchanged and skipped" if run.sections_skipped else "") + ")\n")
     return "".join(out)
