@@ -557,13 +557,14 @@ _TOK = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:'t)?", re.UNICODE)
 COPY_RATIO = 0.8
 
 
-def _specific(tok: str) -> bool:
+def _specific(tok: str, first: bool = False) -> bool:
     """A token whose change changes what a sentence asserts: a number, a name (capitalised or
     mixed case, by form), a negation or a comparative (the verifier's own cue lists)."""
     from .verify import _GOOD_CUES, _MAG_CUES, _NEG_CUES
 
     low = tok.lower()
-    return (any(ch.isdigit() for ch in tok) or tok[:1].isupper() or low in _NEG_CUES or low in _MAG_CUES
+    name = any(ch.isupper() for ch in tok[1:]) or (tok[:1].isupper() and not first)
+    return (any(ch.isdigit() for ch in tok) or name or low in _NEG_CUES or low in _MAG_CUES
             or low in _GOOD_CUES or low.endswith("n't"))
 
 
@@ -601,7 +602,8 @@ def altered_copy(claim: str, cands: list[dict]) -> tuple[dict, str, str, str] | 
         if op == "equal":
             continue
         mine, theirs = cw[i1:i2], sw[j1:j2]
-        if any(_specific(t) for t in mine + theirs):
+        if any(_specific(t, i1 + k == 0) for k, t in enumerate(mine)) or \
+                any(_specific(t, j1 + k == 0) for k, t in enumerate(theirs)):
             return h, sent, " ".join(mine) or "(nothing)", " ".join(theirs) or "(nothing)"
     return None
 
