@@ -131,12 +131,12 @@ def _claim_check(args, wiki, body: str | None) -> list[dict] | None:
 
     sources = list(args.source)
     if args.section_id and not args.replace_sources:
+        import contextlib
+
         from ..wikiwrite import find_section
 
-        try:
+        with contextlib.suppress(Exception):  # an unknown id is the writer's clear error, below
             sources = list(dict.fromkeys([*find_section(wiki, args.section_id)[1].sources, *sources]))
-        except Exception:  # an unknown id is the writer's clear error, below
-            pass
     return check_body(settings, body, sources, page=args.page)
 
 
