@@ -236,3 +236,11 @@ def test_write_time_check_and_strict(written_wiki: Path):
     assert [f["rule"] for f in out["claim_findings"]] == ["claim-contradicted"]
     assert (written_wiki / "results.md").exists()
 
+
+
+def test_writer_returns_the_claim_findings_of_what_it_writes(written_wiki: Path):
+    from episteme.writer import write_paper
+
+    out = write_paper(wiki_settings(written_wiki), ATT, writer="extractive", dry_run=True)
+    assert out["claim_findings"] == []  # the extractive writer quotes its paper: every quote located
+    assert out["plan"]
