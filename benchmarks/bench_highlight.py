@@ -26,27 +26,21 @@ for cand in (Path("/work/shared/data"), DATA):
         break
 
 
-def words(s: str) -> list[str]:
+def in_order(quote: str, under: str) -> float:
+    """Fraction of the quote's words found in order among the words under the boxes (difflib's
+    matching blocks: PDFium's bounded text repeats a ligature's letters and may add a margin
+    page number, which are insertions, not misses)."""
+    import difflib
+
     from episteme.highlight import normalize
 
-    norm, _src, ws = normalize(s)
-    return [norm[a:b] for a, b in ws]
+    def ws(s: str) -> list[str]:
+        n, _src, spans = normalize(s)
+        return [n[a:b] for a, b in spans]
 
-
-def in_order(needle: list[str], hay: str) -> float:
-    """Fraction of the words ``needle`` found one after another in the letters-and-digits
-    stream ``hay`` (PDFium's bounded text repeats a ligature's letters and keeps line-break
-    hyphen marks, so the words are searched in the stream, not compared word by word)."""
-    from episteme.highlight import normalize
-
-    stream = normalize(hay)[0]
-    pos = got = 0
-    for w in needle:
-        i = stream.find(w, pos)
-        if i >= 0:
-            got += 1
-            pos = i + len(w)
-    return got / max(1, len(needle))
+    q = ws(quote)
+    sm = difflib.SequenceMatcher(None, q, ws(under), autojunk=False)
+    return sum(b.size for b in sm.get_matching_blocks()) / max(1, len(q))
 
 
 def run(paths: list[Path], limit: int, seed: int) -> dict:
@@ -81,7 +75,7 @@ def run(paths: list[Path], limit: int, seed: int) -> dict:
             if boxes[0]["page"] in (page, page + 1):
                 page_ok += 1
             under = " ".join(text_in_box(pdf, b["page"], b["bbox"]) for b in boxes)
-            if in_order(words(q), under) >= 0.9:
+            if in_order(q, under) >= 0.9:
                 words_ok += 1
     return {"quotes": n, "found": found, "page_ok": page_ok, "words_ok": words_ok,
             "ms_per_quote": 1000 * secs / max(1, n)}

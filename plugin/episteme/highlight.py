@@ -129,15 +129,17 @@ def page_text(doc, page: int, key: tuple) -> PageText:
 # ---------------------------------------------------------------------------------- matching
 
 
-def _exact(stream: str, q: str) -> tuple[int, int] | None:
+def _exact(stream: str, q: str) -> list[tuple[int, int]] | None:
     at = stream.find(q)
-    return (at, at + len(q)) if at >= 0 else None
+    return [(at, at + len(q))] if at >= 0 else None
 
 
 def _fuzzy(stream: str, swords: list[tuple[int, int]], q: str,
-           qwords: list[tuple[int, int]]) -> tuple[int, int] | None:
+           qwords: list[tuple[int, int]]) -> list[tuple[int, int]] | None:
     """Align the quote's words against the page's: 3-gram votes pick the offset, difflib the
-    words in order.  ``(start, end)`` in ``stream``, or None below MIN_WORD_COVER."""
+    words in order.  The ``(start, end)`` ranges of ``stream`` of the matched runs of words
+    (so a margin page number inside the quote's stretch is not highlighted), or None below
+    MIN_WORD_COVER."""
     pw = [stream[a:b] for a, b in swords]
     qw = [q[a:b] for a, b in qwords]
     if len(qw) < 3 or not pw:
@@ -167,43 +169,40 @@ def _fuzzy(stream: str, swords: list[tuple[int, int]], q: str,
         blocks = [b for b in sm.get_matching_blocks() if b.size]
         matched = sum(b.size for b in blocks)
         if matched > best_score and blocks:
-            first = lo + blocks[0].a
-            last = lo + blocks[-1].a + blocks[-1].size - 1
-            best_score, best_span = matched, (swords[first][0], swords[last][1])
+            best_score = matched
+            best_span = [(swords[lo + b.a][0], swords[lo + b.a + b.size - 1][1]) for b in blocks]
     if best_span is None or best_score < MIN_WORD_COVER * len(qw):
         return None
     return best_span
 
 
-def find_quote(pages: list[PageText], quote: str) -> list[tuple[int, int, int]]:
-    """Where ``quote`` is in the joined stream of ``pages``: ``[(page, first char, last char)]``
-    (character indices of each page's PDFium text), one entry per page it covers; [] if it is
-    not there."""
+def find_quote(pages: list[PageText], quote: str) -> list[tuple[int, list[int]]]:
+    """Where ``quote`` is in the joined stream of ``pages``: ``[(page, [char indices])]`` (the
+    indices into each page's PDFium text of the quote's letters), one entry per page it
+    covers; [] if it is not there."""
     q, _src, qwords = normalize(quote)
     if len(q) < MIN_QUOTE_CHARS:
         return []
     stream = "".join(p.norm for p in pages)
-    owners: list[tuple[int, int]] = []  # stream position -> (page list index, index in page norm)
+    owner: list[int] = []  # stream position -> index into pages
     swords: list[tuple[int, int]] = []
     base = 0
     for k, p in enumerate(pages):
-        owners.extend((k, i) for i in range(len(p.norm)))
+        owner.extend([k] * len(p.norm))
         swords.extend((a + base, b + base) for a, b in p.words)
         base += len(p.norm)
-    span = _exact(stream, q) or _fuzzy(stream, swords, q, qwords)
-    if span is None:
+    starts = [0]
+    for p in pages:
+        starts.append(starts[-1] + len(p.norm))
+    spans = _exact(stream, q) or _fuzzy(stream, swords, q, qwords)
+    if not spans:
         return []
-    a, b = span
-    out: list[tuple[int, int, int]] = []
-    pos = a
-    while pos < b:
-        k, i = owners[pos]
-        page_end = pos + (len(pages[k].norm) - i)
-        last = min(b, page_end) - 1
-        _k2, j = owners[last]
-        out.append((pages[k].page, pages[k].src[i], pages[k].src[j]))
-        pos = page_end
-    return out
+    chars: dict[int, set[int]] = {}
+    for a, b in spans:
+        for pos in range(a, b):
+            k = owner[pos]
+            chars.setdefault(k, set()).add(pages[k].src[pos - starts[k]])
+    return [(pages[k].page, sorted(chars[k])) for k in sorted(chars)]
 
 
 # ------------------------------------------------------------------------------------ boxes
@@ -237,15 +236,13 @@ def line_boxes(charboxes: list[tuple[float, float, float, float]]) -> list[list[
     return boxes
 
 
-def _char_boxes(doc, page: int, first: int, last: int, text: str) -> list[tuple]:
+def _char_boxes(doc, page: int, indices: list[int]) -> list[tuple]:
     pg = doc[page - 1]
     try:
         tp = pg.get_textpage()
         try:
             out = []
-            for i in range(first, last + 1):
-                if i < len(text) and text[i].isspace():
-                    continue
+            for i in indices:
                 out.append(tp.get_charbox(i, loose=False))
             return out
         finally:
@@ -274,15 +271,14 @@ def quote_boxes(pdf: str | Path, page: int | None, quote: str, *,
                 for x in (p - d, p + 1 + d):
                     if 1 <= x <= n:
                         tries.append([x])
-        found: list[tuple[int, int, int]] = []
+        found: list[tuple[int, list[int]]] = []
         for group in tries:
             found = find_quote([page_text(doc, x, key) for x in group], quote)
             if found:
                 break
         out: list[dict] = []
-        for pg_no, first, last in found:
-            text = page_text(doc, pg_no, key).text
-            for b in line_boxes(_char_boxes(doc, pg_no, first, last, text)):
+        for pg_no, indices in found:
+            for b in line_boxes(_char_boxes(doc, pg_no, indices)):
                 out.append({"page": pg_no, "bbox": [round(v, 2) for v in b]})
     return out
 
