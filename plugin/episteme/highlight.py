@@ -283,16 +283,18 @@ def quote_boxes(pdf: str | Path, page: int | None, quote: str, *,
     return out
 
 
-def text_in_box(pdf: str | Path, page: int, bbox: list[float]) -> str:
-    """The page's own text inside ``bbox`` (PDFium's bounded text extraction): what a test
-    reads to check that a highlight covers the quoted words."""
+def text_in_box(pdf: str | Path, page: int, bbox: list[float], pad: float = 1.0) -> str:
+    """The page's own text inside ``bbox`` grown by ``pad`` points (the margin the viewer and
+    the PNGs draw around a box; PDFium's bounded extraction drops a glyph that pokes out of
+    the rectangle): what a test reads to check that a highlight covers the quoted words."""
     with open_document(Path(pdf)) as doc:
         pg = doc[page - 1]
         try:
             tp = pg.get_textpage()
             try:
                 x0, y0, x1, y1 = bbox
-                return tp.get_text_bounded(left=x0, bottom=y0, right=x1, top=y1)
+                return tp.get_text_bounded(left=x0 - pad, bottom=y0 - pad, right=x1 + pad,
+                                           top=y1 + pad)
             finally:
                 tp.close()
         finally:
