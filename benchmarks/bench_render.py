@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import http.server
-import json
 import os
 import platform
 import shutil
@@ -79,9 +78,8 @@ def bench_pdfium(wiki: Path, pages: int) -> dict:
 
 def bench_http(wiki: Path, pages: int) -> dict:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from serverlive import LiveServer
-
     from episteme.config import load_settings
+    from serverlive import LiveServer
 
     shutil.rmtree(wiki / ".episteme" / "pages", ignore_errors=True)
     first, cached = [], []
@@ -150,9 +148,8 @@ window.ready = true;
 def bench_pdfjs(pdfjs_dir: Path, pages: int, wiki: Path) -> dict:
     """pdf.js rendering in the system Chromium, served from a local folder (no CDN)."""
     import numpy as np
-    from playwright.sync_api import sync_playwright
-
     from episteme import pagerender
+    from playwright.sync_api import sync_playwright
 
     root = Path(tempfile.mkdtemp(prefix="pdfjs-bench-"))
     os.symlink(pdfjs_dir / "node_modules", root / "node_modules")
