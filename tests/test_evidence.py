@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from ingested_wiki import wiki_settings
-from serverlive import LiveServer, request
+from serverlive import LiveServer, request, written_template  # noqa: F401  (fixture)
 
 ATTENTION = "attention_1706.03762v5.pdf"
 TWO_COLUMN = "s2orc_acl2020.pdf"  # ACL format: two columns of body text
@@ -342,3 +342,111 @@ def test_show_writes_the_page_with_the_quote_highlighted(raw_wiki, tmp_path):
     proc = run_cli("show", "../" + TWO_COLUMN, "--page", "1", "--out", str(tmp_path / "y.png"),
                    "--wiki", str(raw_wiki))
     assert proc.returncode == 1 and not (tmp_path / "y.png").exists()
+
+
+def test_attach_boxes_gives_sources_passages_and_contradicted_claims_their_boxes(raw_wiki):
+    from episteme.highlight import attach_boxes
+
+    pdf = raw_wiki / "raw" / ATTENTION
+    (p1, q1), (p2, q2) = body_quotes(pdf, 2, seed=4)
+    stored = [{"page": 1, "bbox": [1, 2, 3, 4]}]
+    result = {
+        "sources": [{"paper": ATTENTION, "page": p1, "quote": q1, "passage": "x"},
+                    {"paper": "missing.pdf", "page": 1, "quote": q1},
+                    {"paper": ATTENTION, "page": p1, "quote": q1, "boxes": stored}],
+        "claims": [
+            {"claim": "c1", "verdict": "contradicted",
+             "evidence": [{"paper": ATTENTION, "page": p2, "quote": q2}]},
+            {"claim": "c2", "supported": True, "passages": [{"paper": ATTENTION, "page": p1, "quote": q1}]},
+        ],
+    }
+    attach_boxes(raw_wiki, result)
+    s = result["sources"]
+    assert s[0]["boxes"] and s[0]["boxes"][0]["page"] in (p1, p1 + 1)
+    assert s[1]["boxes"] == []  # a paper not in raw/: no boxes, no error
+    assert s[2]["boxes"] == stored  # stored coordinates are kept
+    c1, c2 = result["claims"]
+    assert c1["boxes"] and c1["boxes"] == c1["evidence"][0]["boxes"]
+    assert c1["boxes"][0]["page"] in (p2, p2 + 1)
+    assert "boxes" not in c2 and c2["passages"][0]["boxes"] == s[0]["boxes"]
+
+
+# ------------------------------------------------------------------ answers over a real wiki
+
+
+@pytest.fixture(scope="module")
+def answered(written_template, tmp_path_factory):  # noqa: F811
+    from serverlive import serve_copy
+
+    with serve_copy(written_template, tmp_path_factory.mktemp("ev") / "wiki") as srv:
+        yield srv
+
+
+def test_chat_and_trace_sources_carry_boxes_on_the_quote(answered):
+    from serverlive import post_json
+
+    from episteme.highlight import text_in_box
+
+    wiki = answered.settings.wiki
+    q = "What BLEU score did the Transformer reach on English-to-French translation?"
+    status, r, _ = post_json(answered.url, "/chat", {"query": q})
+    assert status == 200 and r["sources"]
+    good = 0
+    for s in r["sources"]:
+        assert isinstance(s["boxes"], list)
+        under = " ".join(text_in_box(wiki / "raw" / s["paper"], b["page"], b["bbox"]) for b in s["boxes"])
+        good += bool(s["boxes"]) and words_in_order(s["quote"], under) >= 0.9
+    assert good >= max(1, len(r["sources"]) - 1)
+    # POST /trace: the same boxes for the same answer
+    status, t, _ = post_json(answered.url, "/trace", {"answer": r["answer"],
+                                                      "sections": r["wiki_sections_used"]})
+    assert status == 200, t
+    by_id = {s["passage_id"]: s["boxes"] for s in r["sources"]}
+    assert t["sources"] and all(s["boxes"] == by_id[s["passage_id"]] for s in t["sources"]
+                                if s["passage_id"] in by_id)
+    assert all("boxes" in p for c in t["claims"] for p in c["passages"])
+    status, bad, _ = post_json(answered.url, "/trace", {"answer": "x", "sections": ["sec_001"],
+                                                        "papers": [ATTENTION]})
+    assert status == 400 and "not both" in bad["error"]
+
+
+def test_chat_render_writes_one_image_per_source(answered, tmp_path):
+    out = tmp_path / "shots"
+    proc = run_cli("chat", "How does multi-head attention work?", "--wiki",
+                   str(answered.settings.wiki), "--render", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["sources"]
+    images = sorted(out.glob("source-*.png"))
+    assert len(images) == len(r["sources"]) == len([s for s in r["sources"] if s.get("image")])
+    for s in r["sources"]:
+        data = Path(s["image"]).read_bytes()
+        w, h = png_size(data)
+        assert (w, h) == (round(612 * 1.5), round(792 * 1.5))
+        assert f"-p{s['boxes'][0]['page'] if s['boxes'] else s['page']}.png" in s["image"]
+    # a highlighted image differs from the plain page: the marker is in it
+    s = next(s for s in r["sources"] if s["boxes"])
+    from episteme.pagerender import page_png
+
+    plain = png_pixels(page_png(answered.settings, s["paper"], s["boxes"][0]["page"], 1.5).read_bytes())
+    hi = png_pixels(Path(s["image"]).read_bytes())
+    assert (hi != plain).any(axis=2).mean() > 0.002
+
+
+def test_show_passage_highlights_a_stored_passage(answered, tmp_path):
+    from episteme.store import open_store
+
+    with open_store(answered.settings, readonly=True) as st:
+        p = next(x for x in st.passages(paper_id=ATTENTION) if len(x["text"]) > 300)
+    out = tmp_path / "p.png"
+    proc = run_cli("show", ATTENTION, "--passage", p["id"], "--out", str(out), "--wiki",
+                   str(answered.settings.wiki))
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert r["page"] in (p["page"], p["page"] + 1) and r["boxes"] and out.is_file()
+    proc = run_cli("show", "gan_1406.2661v1.pdf", "--passage", p["id"], "--out", str(out),
+                   "--wiki", str(answered.settings.wiki))
+    assert proc.returncode == 2 and "is from" in json.loads(proc.stdout)["error"]
+    proc = run_cli("show", ATTENTION, "--passage", "nope~1", "--out", str(out), "--wiki",
+                   str(answered.settings.wiki))
+    assert proc.returncode == 1 and "no passage" in json.loads(proc.stdout)["error"]

@@ -306,11 +306,14 @@ def text_in_box(pdf: str | Path, page: int, bbox: list[float], pad: float = 1.0)
 
 def attach_boxes(wiki: Path, result: dict) -> dict:
     """Give every source and claim passage of a chat/trace ``result`` its ``boxes`` (computed
-    from ``quote``, else the passage text), and a contradicted claim the boxes of its evidence.
+    from ``quote``, else the passage text; boxes an item already carries are kept), and a
+    contradicted claim the boxes of its evidence.
     Never fails the answer: a paper missing from raw/ or an unreadable page gives ``[]``."""
     memo: dict[tuple, list[dict]] = {}
 
     def boxes_for(item: dict) -> list[dict]:
+        if isinstance(item.get("boxes"), list) and item["boxes"]:
+            return item["boxes"]  # stored coordinates (from the splitter) win
         paper = item.get("paper")
         text = item.get("quote") or item.get("passage") or item.get("text") or ""
         if not paper or not text:
