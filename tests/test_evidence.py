@@ -383,9 +383,8 @@ def answered(written_template, tmp_path_factory):  # noqa: F811
 
 
 def test_chat_and_trace_sources_carry_boxes_on_the_quote(answered):
-    from serverlive import post_json
-
     from episteme.highlight import text_in_box
+    from serverlive import post_json
 
     wiki = answered.settings.wiki
     q = "What BLEU score did the Transformer reach on English-to-French translation?"
