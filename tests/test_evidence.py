@@ -449,3 +449,26 @@ def test_show_passage_highlights_a_stored_passage(answered, tmp_path):
     proc = run_cli("show", ATTENTION, "--passage", "nope~1", "--out", str(out), "--wiki",
                    str(answered.settings.wiki))
     assert proc.returncode == 1 and "no passage" in json.loads(proc.stdout)["error"]
+
+
+def test_a_readers_own_highlight_annotations_are_not_drawn(raw_wiki):
+    """The shared Attention PDF carries a reader's highlight annotations on page 3: rendered,
+    they would look like our evidence highlight, so pages are rendered without them."""
+    import pypdfium2 as pdfium
+    import pypdfium2.raw as praw
+
+    from episteme.pagerender import page_png
+
+    pdf = raw_wiki / "raw" / ATTENTION
+    doc = pdfium.PdfDocument(str(pdf))
+    try:
+        assert praw.FPDFPage_GetAnnotCount(doc[2]) > 5
+        with_annots = doc[2].render(scale=1, rev_byteorder=True).to_numpy()
+    finally:
+        doc.close()
+    ours = png_pixels(page_png(wiki_settings(raw_wiki), ATTENTION, 3, 1).read_bytes())
+
+    def yellow(a):
+        return float((a[:, :, 2].astype(int) < a[:, :, 0].astype(int) - 60).mean())
+
+    assert yellow(with_annots) > 0.03 and yellow(ours) < 0.01

@@ -13,6 +13,8 @@ Why it looks like this:
   :mod:`episteme.highlight`) holds :data:`PDFIUM_LOCK`, so the server's thread pool is safe.
 - **Cached on disk** under ``<wiki>/.episteme/pages/``, keyed by the paper's name, size and
   modification time (a re-ingested file never shows a stale image), written atomically.
+- **Annotations are not drawn**: a PDF that someone highlighted before adding it would show
+  their marks in the same colour as the evidence.
 - **Names are checked before any path is built**: a paper is a plain ``*.pdf`` file name that
   exists in ``raw/`` (through :func:`episteme.fsutil.safe_join`, so no ``..``, absolute path or
   escaping symlink), a page is in range, a scale is bounded.
@@ -42,6 +44,8 @@ DEFAULT_SCALE = 1.5
 #: refuse renders above this many pixels (a poster-sized page at scale 4 would be gigabytes)
 MAX_PIXELS = 40_000_000
 CACHE_DIR = "pages"
+#: part of the cache key: bump when the rendering changes, so no stale image is served
+RENDER_VERSION = 2
 #: highlight colour (multiplied over the page like a marker pen, so the text stays legible)
 HIGHLIGHT_RGB = (255, 214, 0)
 HIGHLIGHT_ALPHA = 0.55
@@ -173,7 +177,10 @@ def render_rgb(doc, page: int, scale: float):
         raise UsageError(f"page {page} is too large to render at scale {scale}")
     pg = doc[page - 1]
     try:
-        bitmap = pg.render(scale=scale, rev_byteorder=True, may_draw_forms=True)
+        # no annotations: a reader's own highlights (some shared arXiv PDFs carry dozens per
+        # page) would be mistaken for the evidence highlight
+        bitmap = pg.render(scale=scale, rev_byteorder=True, draw_annots=False,
+                           may_draw_forms=False)
         try:
             arr = bitmap.to_numpy().copy()
         finally:
@@ -235,7 +242,7 @@ def encode_png(rgb, level: int = 3) -> bytes:
 def cache_path(data_dir: Path, pdf: Path, page: int, scale: float) -> Path:
     """Where the plain render of ``pdf`` page ``page`` at ``scale`` is cached."""
     _p, size, mtime = file_key(pdf)
-    digest = hashlib.sha256(f"{pdf.name}\x00{size}\x00{mtime}".encode()).hexdigest()[:16]
+    digest = hashlib.sha256(f"{RENDER_VERSION}\x00{pdf.name}\x00{size}\x00{mtime}".encode()).hexdigest()[:16]
     stem = pdf.name[:-4][:80]
     return Path(data_dir) / CACHE_DIR / f"{stem}-{digest}" / f"p{page}@{scale:g}.png"
 
