@@ -456,7 +456,6 @@ def test_a_readers_own_highlight_annotations_are_not_drawn(raw_wiki):
     they would look like our evidence highlight, so pages are rendered without them."""
     import pypdfium2 as pdfium
     import pypdfium2.raw as praw
-
     from episteme.pagerender import page_png
 
     pdf = raw_wiki / "raw" / ATTENTION
