@@ -151,3 +151,31 @@ def test_page_images_are_fetched_with_the_token(page, tmp_path, papers_dir):
         assert "the numbers differ" in page.inner_text("[data-testid=ev-verdict]")
         assert len(boxes_on_screen(page)) == 1
         page.screenshot(path=str(SHOTS / "9-evidence-contradicted-token.png"), full_page=False)
+
+
+def test_an_unsupported_claim_shows_the_passage_it_was_checked_against(written_template, tmp_path,  # noqa: F811
+                                                                      fake_anthropic, page):
+    """Claude (the fake Messages API) answers with one invented claim: the "not supported" box
+    offers the closest passage, which opens on its page with the claim and its verdict."""
+    from serverlive import ATTENTION_Q, half_invented_answer
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    top, answer = half_invented_answer(wiki)
+    fake_anthropic.enqueue(fake_anthropic.tool_use_response(
+        "answer", {"answer": answer, "sections_used": [top]}))
+    settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
+    with LiveServer(settings, write_mode="extractive") as srv:
+        page.goto(srv.url + "/#/chat")
+        page.fill("#chat-input", ATTENTION_Q)
+        page.press("#chat-input", "Enter")
+        page.wait_for_selector(".turn:not(.pending) [data-testid=unsupported]", timeout=120_000)
+        btn = page.query_selector("[data-testid=unsupported] .show-claim-evidence")
+        assert btn, "the rejected claim offers the passage it was checked against"
+        btn.click()
+        page.wait_for_selector("#evidence:not([hidden])[data-loaded]")
+        assert "Moon" in page.inner_text("[data-testid=ev-claim]")
+        verdict = page.inner_text("[data-testid=ev-verdict]")
+        assert verdict.split(" ")[0] in ("unsupported", "contradicted")
+        assert page.evaluate("document.querySelector('#ev-img').naturalWidth") > 500
+        page.screenshot(path=str(SHOTS / "10-evidence-unsupported-claim.png"), full_page=False)
