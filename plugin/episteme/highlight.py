@@ -30,6 +30,7 @@ The algorithm, and why:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import threading
 import unicodedata
@@ -100,6 +101,31 @@ def normalize(text: str) -> tuple[str, list[int], list[tuple[int, int]]]:
     return "".join(out), src, words
 
 
+_TEXTPAGES: OrderedDict[tuple, tuple] = OrderedDict()
+_TEXTPAGES_SIZE = 12
+
+
+def _textpage(doc, page: int, key: tuple):
+    """PDFium's text page of ``page`` (1-based), kept open in a small LRU: loading a page is
+    the dearest step (~10-30 ms), and a quote needs it twice (its text, then its boxes).  The
+    caller holds PDFIUM_LOCK (via ``open_document``); an entry is only reused for the same
+    open document object."""
+    ck = (key, page)
+    hit = _TEXTPAGES.get(ck)
+    if hit is not None and hit[0] is doc:
+        _TEXTPAGES.move_to_end(ck)
+        return hit[2]
+    pg = doc[page - 1]
+    tp = pg.get_textpage()
+    _TEXTPAGES[ck] = (doc, pg, tp)
+    while len(_TEXTPAGES) > _TEXTPAGES_SIZE:
+        _k, (_d, old_pg, old_tp) = _TEXTPAGES.popitem(last=False)
+        with contextlib.suppress(Exception):
+            old_tp.close()
+            old_pg.close()
+    return tp
+
+
 def page_text(doc, page: int, key: tuple) -> PageText:
     """The :class:`PageText` of page ``page`` (1-based), cached per file version."""
     ck = (key, page)
@@ -108,15 +134,7 @@ def page_text(doc, page: int, key: tuple) -> PageText:
         if hit is not None:
             _PAGE_CACHE.move_to_end(ck)
             return hit
-    pg = doc[page - 1]
-    try:
-        tp = pg.get_textpage()
-        try:
-            text = tp.get_text_range()
-        finally:
-            tp.close()
-    finally:
-        pg.close()
+    text = _textpage(doc, page, key).get_text_range()
     norm, src, words = normalize(text)
     pt = PageText(page, text, norm, src, words)
     with _CACHE_LOCK:
@@ -185,16 +203,14 @@ def find_quote(pages: list[PageText], quote: str) -> list[tuple[int, list[int]]]
         return []
     stream = "".join(p.norm for p in pages)
     owner: list[int] = []  # stream position -> index into pages
-    swords: list[tuple[int, int]] = []
-    base = 0
+    starts = [0]
     for k, p in enumerate(pages):
         owner.extend([k] * len(p.norm))
-        swords.extend((a + base, b + base) for a, b in p.words)
-        base += len(p.norm)
-    starts = [0]
-    for p in pages:
         starts.append(starts[-1] + len(p.norm))
-    spans = _exact(stream, q) or _fuzzy(stream, swords, q, qwords)
+    spans = _exact(stream, q)
+    if spans is None:
+        swords = [(a + starts[k], b + starts[k]) for k, p in enumerate(pages) for a, b in p.words]
+        spans = _fuzzy(stream, swords, q, qwords)
     if not spans:
         return []
     chars: dict[int, set[int]] = {}
@@ -236,19 +252,9 @@ def line_boxes(charboxes: list[tuple[float, float, float, float]]) -> list[list[
     return boxes
 
 
-def _char_boxes(doc, page: int, indices: list[int]) -> list[tuple]:
-    pg = doc[page - 1]
-    try:
-        tp = pg.get_textpage()
-        try:
-            out = []
-            for i in indices:
-                out.append(tp.get_charbox(i, loose=False))
-            return out
-        finally:
-            tp.close()
-    finally:
-        pg.close()
+def _char_boxes(doc, page: int, indices: list[int], key: tuple) -> list[tuple]:
+    tp = _textpage(doc, page, key)
+    return [tp.get_charbox(i, loose=False) for i in indices]
 
 
 def quote_boxes(pdf: str | Path, page: int | None, quote: str, *,
@@ -278,7 +284,7 @@ def quote_boxes(pdf: str | Path, page: int | None, quote: str, *,
                 break
         out: list[dict] = []
         for pg_no, indices in found:
-            for b in line_boxes(_char_boxes(doc, pg_no, indices)):
+            for b in line_boxes(_char_boxes(doc, pg_no, indices, key)):
                 out.append({"page": pg_no, "bbox": [round(v, 2) for v in b]})
     return out
 
