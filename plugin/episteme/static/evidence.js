@@ -155,6 +155,9 @@
       d.style.height = (100 * (y1 - y0 + 2) / geo.height) + "%";
       layer.appendChild(d);
     });
+    const elsewhere = [...new Set((ev.boxes || []).map((b) => b.page).filter((p) => p !== n))];
+    $("#ev-more").textContent = elsewhere.length ? "The quote is also highlighted on p. " + elsewhere.join(", ") + "." : "";
+    $("#ev-more").hidden = !elsewhere.length;
     $("#ev-img").alt = "page " + n + " of " + ev.paper + (mine.length ? ", the quoted passage highlighted" : "");
     // a sharp image on high-density screens, within the server's bound
     const px = Math.min(4, Math.round(scale * (window.devicePixelRatio || 1) * 4) / 4);
