@@ -471,3 +471,34 @@ def test_a_readers_own_highlight_annotations_are_not_drawn(raw_wiki):
         return float((a[:, :, 2].astype(int) < a[:, :, 0].astype(int) - 60).mean())
 
     assert yellow(with_annots) > 0.03 and yellow(ours) < 0.01
+
+
+def test_concurrent_renders_and_boxes_are_safe(raw_site):
+    """PDFium is not thread-safe: the server's thread pool runs renders and box searches of
+    the same documents at once, and every answer must still be whole and right."""
+    from concurrent.futures import ThreadPoolExecutor
+    from urllib.parse import quote as urlquote
+
+    base = raw_site.url + "/papers/"
+    quotes = body_quotes(raw_site.settings.wiki / "raw" / TWO_COLUMN, 6, seed=8)
+    jobs = [("png", ATTENTION, n, 0.5 + 0.25 * (n % 3)) for n in range(1, 13)]
+    jobs += [("png", TWO_COLUMN, n, 1.0) for n in range(1, 9)]
+    jobs += [("boxes", TWO_COLUMN, p, q) for p, q in quotes]
+
+    def run(job):
+        kind, paper, n, arg = job
+        if kind == "png":
+            status, body, _ = get(f"{base}{paper}/pages/{n}.png?scale={arg}")
+            return status, png_size(body) if status == 200 else None
+        status, r, _ = request("GET", f"{base}{paper}/boxes?page={n}&quote={urlquote(arg)}")
+        return status, bool(r.get("boxes"))
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(run, jobs))
+    assert all(status == 200 for status, _ in results), results
+    for (kind, paper, _n, arg), (_s, got) in zip(jobs, results, strict=True):
+        if kind == "png":
+            w = 612 if paper == ATTENTION else 595.28
+            assert abs(got[0] - w * arg) < 1  # PDFium rounds a fractional size up
+        else:
+            assert got, "every quote is placed under concurrency too"
