@@ -244,3 +244,42 @@ def test_writer_returns_the_claim_findings_of_what_it_writes(written_wiki: Path)
     out = write_paper(wiki_settings(written_wiki), ATT, writer="extractive", dry_run=True)
     assert out["claim_findings"] == []  # the extractive writer quotes its paper: every quote located
     assert out["plan"]
+
+
+def test_since_a_date_takes_pages_modified_from_that_day(written_wiki: Path):
+    import datetime as dt
+
+    from episteme.lint_claims import changed_pages
+
+    pages = sorted(p.relative_to(written_wiki).as_posix() for p in written_wiki.rglob("*.md")
+                   if p.name not in ("index.md", "log.md") and ".episteme" not in p.parts and "raw" not in p.parts)
+    later = dt.date.today() + dt.timedelta(days=3)
+    assert changed_pages(str(written_wiki), later.isoformat(), pages) == set()
+    stamp = dt.datetime.combine(later, dt.time(12)).timestamp()
+    os.utime(written_wiki / "regularization.md", (stamp, stamp))
+    assert changed_pages(str(written_wiki), later.isoformat(), pages) == {"regularization.md"}
+
+
+def test_a_replaced_source_names_the_sentences_that_lost_support(tmp_path: Path):
+    import sqlite3
+
+    from episteme.lint_claims import PaperIndex, _lost_support
+
+    db = tmp_path / "sections.db"
+    with sqlite3.connect(db) as conn:  # the papers table as the store keeps it: a.pdf re-ingested
+        conn.execute("CREATE TABLE papers (id TEXT PRIMARY KEY, sha256 TEXT NOT NULL)")
+        conn.execute("INSERT INTO papers VALUES ('a.pdf', 'new')")
+    papers = PaperIndex(db)
+
+    old = {"shas": {"a.pdf": "old", "b.pdf": "b1"},
+           "results": [{"text": "kept", "verdict": "supported", "evidence": {"paper": "a.pdf"}},
+                       {"text": "lost", "verdict": "supported", "evidence": {"paper": "a.pdf"}},
+                       {"text": "gone", "verdict": "supported", "evidence": {"paper": "b.pdf"}},
+                       {"text": "was bad", "verdict": "unsupported"}]}
+    now = [{"text": "kept", "verdict": "supported"}, {"text": "lost", "verdict": "unsupported"},
+           {"text": "gone", "verdict": "unsupported"}, {"text": "was bad", "verdict": "unsupported"}]
+    _lost_support(old, now, {"a.pdf": "new", "b.pdf": "absent"}, papers)
+    papers.close()
+    assert [r.get("lost_support") for r in now] == [
+        None, {"paper": "a.pdf", "why": "re-ingested with another content hash"},
+        {"paper": "b.pdf", "why": "removed"}, None]
