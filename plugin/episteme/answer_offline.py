@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 
 MIN_WORDS = 6  # shorter "sentences" are fragments ("Proposition 1.", "Results.")
 MAX_WORDS = 70
-MAX_SENTENCES = 4
+MAX_SENTENCES = 3  # chosen sentences; up to two more that they lean on (_with_context)
 MAX_ANSWER_WORDS = 115
 REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
@@ -58,7 +58,7 @@ TYPE_MISS = 0.08  # a quantity question's sentence without any number
 SUMMARY_PENALTY = 0.03  # abstract/introduction restate; the body usually says it fully
 #: Best sentence score below which the offline answer abstains (calibrated on half the dev
 #: questions by benchmarks/bench_answer.py; see RESULTS-answer.md).
-MIN_EVIDENCE = 0.62
+MIN_EVIDENCE = 0.80
 
 NO_ANSWER = "The wiki does not cover this question."
 
@@ -102,6 +102,11 @@ _DANGLING_LABEL = re.compile(r"\s*\b(proposition|theorem|lemma|corollary|definit
 _LEADING_LABEL = re.compile(r"^(proposition|theorem|lemma|corollary|definition|remark|proof|"
                             r"example)\s+\d+(\.\d+)*\s*[.:]\s*", re.I)
 _SUMMARY_TITLE = re.compile(r"^(\d+(\.\d+)*\.?\s+)?(abstract|introduction|conclusions?|summary)\b", re.I)
+_ANAPHOR = re.compile(
+    r"^(this|these|that|those|such|it|they|thus|hence|therefore|consequently|as a result|in turn|"
+    r"to (counteract|address|avoid|overcome|fix|remedy|mitigate) (this|these|that|it)|"
+    r"(this|these|that|such) \w+)\b", re.I)
+_NAME = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*)")
 _SENT_END = re.compile(r"[.!?][\"”’)\]]*$")
 _HYPHEN_BREAK = re.compile(r"(\w)- (\w)")
 
@@ -265,6 +270,9 @@ class OfflineAnswerer:
         if not covered:
             return self._abstain(sections, "retrieval found no wiki section that covers the question")
         papers, paper_rank, wiki_of_paper = self._papers(sections)
+        unknown = self.unknown_names(question)
+        if unknown:
+            return self._abstain(sections, "no ingested paper mentions " + ", ".join(unknown))
         cands = self._candidates(question, sections, papers, paper_rank)
         if not cands:
             return self._abstain(sections, "no sentence of the wiki or its papers answers the question")
@@ -276,6 +284,7 @@ class OfflineAnswerer:
                 out["candidates"] = [_explain(c) for c in cands[:10]]
             return out
         picked = self._select(cands)
+        picked = self._with_context(picked)
         picked = self._verified(picked, cands, papers)
         if not picked:
             return self._abstain(sections, "the trace supports none of the candidate sentences")
@@ -291,6 +300,33 @@ class OfflineAnswerer:
                "citations": citations, "abstained": False}
         if explain:
             out["candidates"] = [_explain(c) for c in cands[:10]]
+        return out
+
+    def unknown_names(self, question: str) -> list[str]:
+        """Names in the question (mixed case or letters with digits: "LoRA", "CASP14",
+        "SciTrace-2") that no passage of any ingested paper contains: a question about a thing
+        the papers never mention cannot be answered from them, however similar its topic."""
+        if self.tracer is None:
+            return []
+        from .trace import stem, words
+
+        out = []
+        for i, m in enumerate(_NAME.finditer(question)):
+            token = m.group(0)
+            if i == 0 and m.start() == 0 and token[1:].islower():
+                continue
+            if re.fullmatch(r"[A-Z]{2,4}s?", token):
+                continue  # a short acronym ("NMT") may only ever be spelled out in the paper
+            parts = [w for w in words(token) if len(w) >= 3 and not w.isdigit()]
+            if not parts:
+                continue
+            # a letters-and-digits word also counts as known by its letters: "WMT14" is
+            # written "WMT 2014"; "CASP14" is not known by "casp"
+            letters = {w: re.sub(r"\d+", "", w) for w in parts}
+            df = self.tracer._doc_freq({stem(x) for w in parts for x in (w, letters[w]) if x})
+            if any(df.get(stem(w), 0) == 0 and (len(letters[w]) < 3 or df.get(stem(letters[w]), 0) == 0)
+                   for w in parts):
+                out.append(token)
         return out
 
     def _abstain(self, sections: Sequence[dict], why: str) -> dict:
@@ -490,6 +526,44 @@ class OfflineAnswerer:
             nwords += n
         return picked
 
+    def _with_context(self, picked: list[Candidate]) -> list[Candidate]:
+        """Put back the sentence a chosen one leans on: a sentence opening with an anaphor or a
+        connective ("This leads to ...", "To counteract this effect, ...") gets the sentence
+        before it; one followed by such a sentence gets that one (it usually completes the
+        point).  Within the answer's word budget; companions are quoted from the same section."""
+        out = list(picked)
+        have = {_norm_key(c.text) for c in out}
+        nwords = sum(len(c.text.split()) for c in out)
+        for c in list(picked):
+            if c.section_id is None or c.order[2] is None:
+                continue
+            sec = self._section_text.get(c.section_id)
+            if sec is None:
+                continue
+            text = sec[0]
+            spans = _sentence_spans(text)
+            i = next((k for k, (a, _b) in enumerate(spans) if a == c.order[2]), None)
+            if i is None:
+                continue
+            wanted = []
+            if _ANAPHOR.match(c.text) and i > 0:
+                wanted.append((i - 1, -1))
+            if i + 1 < len(spans) and _ANAPHOR.match(" ".join(text[spans[i + 1][0]:spans[i + 1][1]].split())):
+                wanted.append((i + 1, 1))
+            for k, _side in wanted:
+                a, b = spans[k]
+                sent = clean_sentence(text[a:b])
+                key = _norm_key(sent)
+                n = len(sent.split())
+                if key in have or not is_answer_sentence(sent) or nwords + n > MAX_ANSWER_WORDS:
+                    continue
+                have.add(key)
+                nwords += n
+                out.append(Candidate(sent, c.paper, c.section_id, c.section, c.page, c.passage_id,
+                                     (c.order[0], c.order[1], a), wiki_section=c.wiki_section,
+                                     score=c.score - 0.01))
+        return out
+
     def _verified(self, picked: list[Candidate], cands: list[Candidate],
                   papers: list[str]) -> list[Candidate]:
         """Keep the sentences the tracer supports (its ``verdict`` when it gives one), at most
@@ -512,7 +586,7 @@ class OfflineAnswerer:
                     break
             if verdict in (None, "supported"):
                 ok.append(c)
-            if len(ok) >= MAX_SENTENCES:
+            if len(ok) >= MAX_SENTENCES + 2:
                 break
         return ok
 
