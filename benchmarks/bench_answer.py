@@ -52,13 +52,6 @@ def hit(answer: str, quotes: list[str]) -> bool:
     return any(overlaps(answer, q) for q in quotes)
 
 
-def answer_sentences(answer: str) -> list[str]:
-    from episteme.trace import split_claims
-
-    text = re.sub(r"\s*\[sec_\d+(?:\s*[,;]\s*sec_\d+)*\]", "", answer)
-    return [c.text for c in split_claims(text)[0]]
-
-
 def run(wiki: Path, explain: bool) -> dict:
     from episteme.answer import extractive_answer
     from episteme.chat import QueryEngine
@@ -75,7 +68,8 @@ def run(wiki: Path, explain: bool) -> dict:
         dt = time.perf_counter() - t
         retrieved = engine.retrieve(it["question"])
         old = extractive_answer(it["question"], retrieved["sections"], engine.embedder)["answer"]
-        sents = answer_sentences(res["answer"]) if not res.get("abstained") else []
+        sents = ([c["sentence"] for c in res.get("citations") or []] if not res.get("abstained")
+                 else [])
         row = {
             "id": it["id"], "paper": it.get("paper"), "type": it.get("type"),
             "supported": not it.get("unsupported"),

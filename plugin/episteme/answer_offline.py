@@ -285,19 +285,16 @@ class OfflineAnswerer:
             return out
         picked = self._select(cands)
         picked = self._with_context(picked)
-        picked = self._verified(picked, cands, papers)
+        picked.sort(key=lambda c: c.order)
+        picked, traced = self._verified(picked, papers, sections, wiki_of_paper)
         if not picked:
             return self._abstain(sections, "the trace supports none of the candidate sentences")
-        picked.sort(key=lambda c: c.order)
-        parts, citations = [], []
-        for c in picked:
-            sid = c.wiki_section or wiki_of_paper.get(c.paper) or sections[0]["id"]
-            parts.append(f"{c.text} [{sid}]")
-            citations.append({"sentence": c.text, "wiki_section": sid, "paper": c.paper,
-                              "section": c.section, "page": c.page, "passage_id": c.passage_id})
-        out = {"answer": " ".join(parts), "mode": "offline",
+        text, citations = self._compose(picked, sections, wiki_of_paper)
+        out = {"answer": text, "mode": "offline",
                "sections_used": list(dict.fromkeys(x["wiki_section"] for x in citations)),
                "citations": citations, "abstained": False}
+        if traced is not None:
+            out["trace"] = traced  # the trace of exactly this text: chat need not trace again
         if explain:
             out["candidates"] = [_explain(c) for c in cands[:10]]
         return out
@@ -564,16 +561,32 @@ class OfflineAnswerer:
                                      score=c.score - 0.01))
         return out
 
-    def _verified(self, picked: list[Candidate], cands: list[Candidate],
-                  papers: list[str]) -> list[Candidate]:
-        """Keep the sentences the tracer supports (its ``verdict`` when it gives one), at most
-        :data:`MAX_SENTENCES`."""
+    @staticmethod
+    def _compose(picked: list[Candidate], sections: Sequence[dict],
+                 wiki_of_paper: dict[str, str]) -> tuple[str, list[dict]]:
+        parts, citations = [], []
+        for c in picked:
+            sid = c.wiki_section or wiki_of_paper.get(c.paper) or sections[0]["id"]
+            parts.append(f"{c.text} [{sid}]")
+            citations.append({"sentence": c.text, "wiki_section": sid, "paper": c.paper,
+                              "section": c.section, "page": c.page, "passage_id": c.passage_id})
+        return " ".join(parts), citations
+
+    def _verified(self, picked: list[Candidate], papers: list[str], sections: Sequence[dict],
+                  wiki_of_paper: dict[str, str]) -> tuple[list[Candidate], dict | None]:
+        """Trace the composed answer and keep the sentences the tracer supports (its
+        ``verdict`` when it gives one, else ``supported``).  Returns the kept sentences and,
+        when nothing was dropped, the trace (of exactly the answer's text)."""
         if self.tracer is None or not picked:
-            return picked[:MAX_SENTENCES]
+            return picked, None
+        text, cites = self._compose(picked, sections, wiki_of_paper)
+        used = list(dict.fromkeys(c["wiki_section"] for c in cites))
+        index_json = {s["id"]: list(s.get("sources") or []) for s in sections}
         try:
-            traced = self.tracer.trace(" ".join(c.text for c in picked), papers=papers or None, top=1)
+            # scoped like chat's own trace: the papers of the wiki sections the answer cites
+            traced = self.tracer.trace(text, sections=used, index_json=index_json)
         except Exception:  # noqa: BLE001 - an untraceable answer is not stated
-            return []
+            return [], None
         claims = traced.get("claims") or []
         ok: list[Candidate] = []
         for c in picked:
@@ -583,12 +596,11 @@ class OfflineAnswerer:
                 ck = _norm_key(cl["claim"])
                 if ck and (ck in key or key in ck):
                     verdict = cl.get("verdict", "supported" if cl.get("supported") else "unsupported")
-                    break
+                    if verdict != "supported":
+                        break
             if verdict in (None, "supported"):
                 ok.append(c)
-            if len(ok) >= MAX_SENTENCES + 2:
-                break
-        return ok
+        return ok, (traced if len(ok) == len(picked) else None)
 
 
 def _norm_key(text: str) -> str:

@@ -146,8 +146,10 @@ class QueryEngine:
             result["claims"] = []
             return result
         index_json = {s["id"]: list(s["sources"]) for s in sections}
+        traced = ans.get("trace") if top == 3 else None  # the offline answer traced itself
         try:
-            traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
+            if traced is None:
+                traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
         except EpistemeError as e:
             result["trace_error"] = e.message
             return result
