@@ -31,6 +31,7 @@ class QueryEngine:
         self._llm_client = llm_client
         self._retriever = None
         self._tracer = None
+        self._offline = None
         self._lock = threading.Lock()
 
     # -- lazily built parts -------------------------------------------------------------------
@@ -64,6 +65,22 @@ class QueryEngine:
                 self._tracer = Tracer(self.settings, embedder=emb)
             return self._tracer
 
+    @property
+    def offline(self):
+        """The offline answerer (warm: its caches of paper sections live as long as the engine);
+        ``None`` when the wiki has no paper stores."""
+        emb = self.embedder
+        try:
+            tracer = self.tracer
+        except EpistemeError:
+            return None
+        with self._lock:
+            if self._offline is None:
+                from .answer_offline import OfflineAnswerer
+
+                self._offline = OfflineAnswerer(self.settings, emb, tracer)
+            return self._offline
+
     def reload(self) -> None:
         """Pick up papers ingested or removed since the engine was built."""
         with self._lock:
@@ -77,16 +94,22 @@ class QueryEngine:
                 self._retriever.index.close()
             if self._tracer is not None:
                 self._tracer.store.close()
-            self._retriever = self._tracer = None
+            self._retriever = self._tracer = self._offline = None
 
     # -- the three steps ----------------------------------------------------------------------
 
     def retrieve(self, question: str, k: int = 5) -> dict:
         return self.retriever.retrieve(question, k=k)
 
-    def answer(self, question: str, sections: list[dict], *, mode: str = "auto") -> dict:
+    def answer(self, question: str, sections: list[dict], *, mode: str = "auto",
+               covered: bool = True) -> dict:
+        from .llm import llm_mode
+
+        offline = None
+        if (mode if mode != "auto" else llm_mode(self.settings)) == "offline":
+            offline = self.offline
         return make_answer(self.settings, question, sections, mode=mode, embedder=self.embedder,
-                           client=self._llm_client)
+                           client=self._llm_client, offline=offline, covered=covered)
 
     def trace(self, answer: str, *, sections=None, papers=None, top: int = 3,
               threshold: float | None = None, include_references: bool = False) -> dict:
@@ -98,17 +121,23 @@ class QueryEngine:
         source, ``unsupported_claims``, the per-claim detail and the answer mode."""
         retrieved = self.retrieve(question, k=k)
         sections = retrieved["sections"]
-        if not retrieved.get("covered", True):
-            # no section is relevant: say so, name the closest topics, answer from no neighbour
-            from .answer import not_covered
+        covered = retrieved.get("covered", True)
+        if not covered and mode != "offline":
+            from .llm import llm_mode
 
-            return {"question": retrieved["question"], "covered": False,
-                    "answer": not_covered(retrieved.get("closest_topics") or []),
-                    "closest_topics": retrieved.get("closest_topics") or [],
-                    "wiki_sections_used": [], "sources": [], "unsupported_claims": [],
-                    "contradicted_claims": [], "claims": [], "mode": "not_covered",
-                    "note": "no wiki section is relevant to the question"}
-        ans = self.answer(question, sections, mode=mode)
+            if mode == "claude" or llm_mode(self.settings) == "claude":
+                # no section is relevant: say so and name the closest topics, without asking
+                # Claude to answer from neighbouring sections (the offline answerer abstains
+                # by itself below)
+                from .answer import not_covered
+
+                return {"question": retrieved["question"], "covered": False,
+                        "answer": not_covered(retrieved.get("closest_topics") or []),
+                        "closest_topics": retrieved.get("closest_topics") or [],
+                        "wiki_sections_used": [], "sources": [], "unsupported_claims": [],
+                        "contradicted_claims": [], "claims": [], "mode": "not_covered",
+                        "abstained": True, "note": "no wiki section is relevant to the question"}
+        ans = self.answer(question, sections, mode=mode, covered=covered)
         text = ans["answer"]
         used = [sid for sid in (cited_ids(text) or ans.get("sections_used") or []) if sid in
                 {s["id"] for s in sections}]
@@ -121,17 +150,23 @@ class QueryEngine:
             "sources": [],
             "unsupported_claims": [],
             "mode": ans["mode"],
+            "covered": covered,
         }
         if ans.get("usage"):
             result["llm_usage"] = ans["usage"]
+        for key in ("citations", "closest_topics", "abstained"):
+            if key in ans:
+                result[key] = ans[key]
         if not ans.get("sections_used"):
             result["unsupported_claims"] = []
             result["note"] = "no wiki section answered the question; nothing to trace"
             result["claims"] = []
             return result
         index_json = {s["id"]: list(s["sources"]) for s in sections}
+        traced = ans.get("trace") if top == 3 else None  # the offline answer traced itself
         try:
-            traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
+            if traced is None:
+                traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
         except EpistemeError as e:
             result["trace_error"] = e.message
             return result
@@ -145,7 +180,7 @@ class QueryEngine:
                 result["answer"] = kept or not_covered([s["title"] for s in sections])
                 traced = {**traced, "claims": [c for c in traced["claims"] if c["supported"]],
                           "unsupported_claims": [], "contradicted_claims": []}
-        result["covered"] = True
+        result["covered"] = covered
         result["sources"] = [
             {"paper": s["paper"], "section": s["section"], "passage": s["passage"],
              "similarity": s["similarity"], "page": s["page"], "claim": s["claim"],

@@ -392,8 +392,14 @@ def write_paper(
     force: bool = False,
     llm_client=None,
     env: Mapping[str, str] | None = None,
+    check_claims: bool = True,
+    strict: bool = False,
 ) -> dict[str, Any]:
     """Plan (and unless ``dry_run``, write) the wiki pages for one ingested paper.
+
+    ``check_claims``: each planned body is checked as ``lint --claims`` will check it, and the
+    findings returned as ``claim_findings``; with ``strict`` a plan with a contradicted sentence
+    is refused (:class:`EpistemeError`, nothing written).
 
     Returns the writer's part of the ingest JSON: ``writer``, ``wiki_pages_updated``,
     ``new_sections``, ``updated_sections``, ``new_pages``, ``skipped_sections`` and, for Claude,
@@ -417,6 +423,20 @@ def write_paper(
 
         plan = plan_extractive(settings, paper_id, embedder=embedder, today=today)
     out: dict[str, Any] = {"writer": mode, "skipped_sections": plan.skipped}
+    if check_claims:
+        from .lint_claims import ClaimChecker, check_body
+
+        checker = ClaimChecker(settings, embedder=embedder)
+        try:
+            found = [f for d in plan.decisions
+                     for f in check_body(settings, d.body, d.sources, checker=checker, page=d.page)]
+        finally:
+            checker.close()
+        out["claim_findings"] = found
+        bad = [f for f in found if f["rule"] == "claim-contradicted"]
+        if strict and bad and not dry_run:
+            raise EpistemeError(f"write refused (--strict): {len(bad)} contradicted sentence(s); first, on "
+                                f"{bad[0]['file']}: {bad[0]['message']}")
     if plan.notes:
         out["notes"] = plan.notes
     if dry_run:

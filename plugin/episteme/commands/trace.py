@@ -30,6 +30,8 @@ def build_parser() -> ArgumentParser:
                    help="who gives the verdicts: the offline rules, or Claude on top of them (one "
                         "call per answer; auto = Claude when an API key is set)")
     p.add_argument("--format", choices=["json", "text"], default="json")
+    p.add_argument("--render", default=None, metavar="DIR",
+                   help="write one PNG per source (its page, the quote highlighted) into DIR")
     add_store_options(p)
     return p
 
@@ -80,6 +82,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(format_usage(result["llm_usage"]), file=sys.stderr)
             elif args.verifier == "claude":
                 raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
+        from ..highlight import attach_boxes
+
+        attach_boxes(tracer.settings.wiki, result)  # every source gains its highlight boxes
+        if args.render:
+            from .show import render_sources
+
+            render_sources(tracer.settings.wiki, result, args.render)
         if args.format == "text":
             sys.stdout.write(format_trace_text(result))
         else:

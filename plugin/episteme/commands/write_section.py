@@ -46,6 +46,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--keep-body", action="store_true", help="on update, keep the body (no stdin)")
     p.add_argument("--op", default="write-section", help="operation name for the log.md entry")
     p.add_argument("--subject", default=None, help="subject of the log.md entry (e.g. the paper)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse the write (exit 1, nothing written) when a sentence is contradicted by its sources")
+    p.add_argument("--no-claim-check", action="store_true",
+                   help="skip checking the body's sentences against the sources (lint --claims)")
     p.add_argument("--no-source-check", action="store_true",
                    help="accept sources that are not in raw/ (prints a warning)")
     return p
@@ -82,6 +86,11 @@ def run(args) -> dict:
     if not args.section_id and (args.title is None or args.description is None):
         raise UsageError("creating a section needs --title and --description")
     body = _read_body(args)
+    claim_findings = _claim_check(args, wiki, body)
+    if args.strict and any(f["rule"] == "claim-contradicted" for f in claim_findings):
+        return {"status": "refused", "page": args.page, "section_id": args.section_id, "wiki": str(wiki),
+                "reason": "a sentence is contradicted by its sources (--strict)",
+                "claim_findings": claim_findings}
     with WikiWriter(wiki, op=args.op, subject=args.subject, known_sources=known) as w:
         if args.section_id:
             res = w.update_section(
@@ -97,6 +106,8 @@ def run(args) -> dict:
             )
     out = res.to_dict()
     out["wiki"] = str(wiki)
+    if claim_findings is not None:
+        out["claim_findings"] = claim_findings
     if w.recovered is not None:
         warnings.append("an interrupted earlier write was found; index.md and index.json were rebuilt")
     if warnings:
@@ -106,9 +117,33 @@ def run(args) -> dict:
     return out
 
 
+def _claim_check(args, wiki, body: str | None) -> list[dict] | None:
+    """What ``lint --claims`` will say about the body, before it is written (needs the stores:
+    skipped, ``None``, for a wiki with no SQLite store or with ``--no-claim-check``)."""
+    if args.no_claim_check or not body or not body.strip():
+        return None
+    from ..config import load_settings
+
+    settings = load_settings(wiki, dotenv=".env")
+    if not settings.sqlite_path.exists():
+        return None
+    from ..lint_claims import check_body
+
+    sources = list(args.source)
+    if args.section_id and not args.replace_sources:
+        import contextlib
+
+        from ..wikiwrite import find_section
+
+        with contextlib.suppress(Exception):  # an unknown id is the writer's clear error, below
+            sources = list(dict.fromkeys([*find_section(wiki, args.section_id)[1].sources, *sources]))
+    return check_body(settings, body, sources, page=args.page)
+
+
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
-        print_json(run(build_parser().parse_args(argv)))
-        return 0
+        out = run(build_parser().parse_args(argv))
+        print_json(out)
+        return 1 if out.get("status") == "refused" else 0
 
     return run_main(body)
