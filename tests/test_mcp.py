@@ -71,7 +71,7 @@ async def _session_run(wiki: Path, pdf: Path) -> dict:
 def test_mcp_tools_over_stdio_with_the_sdk_client(papers_dir, tmp_path):
     wiki = tmp_path / "wiki"
     out = asyncio.run(asyncio.wait_for(_session_run(wiki, papers_dir / GAN), timeout=900))
-    assert TOOLS <= out["tools"]
+    assert out["tools"] >= TOOLS
     assert out["ingest"]["status"] == "ingested" and out["ingest"]["paper"] == GAN
     assert (wiki / "SCHEMA.md").is_file()  # the first ingest started the wiki
     assert [s["name"] for s in out["plan"]["sections"]] == ["abstract"]
