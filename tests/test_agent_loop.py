@@ -60,13 +60,13 @@ def _first_sentence(text: str) -> str:
     return (m.group(1) if m else flat[:300]).replace("[[", "(").replace("]]", ")")
 
 
-def _batch_for(plan: dict, *, update_one: bool) -> tuple[list[dict], dict]:
+def _batch_for(plan: dict, *, update_one: bool, n_topics: int | None = 3) -> tuple[list[dict], dict]:
     """What an agent decides from the plan: the paper page (summary + links), three topic
-    sections on their suggested pages, and -- when the wiki has related sections -- one
+    sections (``n_topics``; None: all) on their suggested pages, and -- when the wiki has related sections -- one
     update and one append of the best-related existing sections."""
     paper, paper_page = plan["paper"], plan["paper_page"].removesuffix(".md")
     by_name = {s["name"]: s for s in plan["sections"]}
-    topics = [s for s in plan["sections"] if s["suggested_page"] != plan["paper_page"]][:3]
+    topics = [s for s in plan["sections"] if s["suggested_page"] != plan["paper_page"]][:n_topics]
     links = " ".join(f"[[{s['suggested_page'].removesuffix('.md')}]]" for s in topics)
     abstract = by_name.get("abstract") or plan["sections"][0]
     lines = [{"op": "create", "page": paper_page, "type": "paper", "page_title": plan["title"],
