@@ -829,11 +829,21 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         sort: str | None = None,
         limit: int | None = None,
         tier: str | None = None,
-    ) -> dict:
+        format: str = "json",  # noqa: A002 - the query parameter's public name
+    ):
+        from fastapi.responses import PlainTextResponse
+
         from .commands.graph import graph_query
 
-        return graph_query(settings.wiki, mode, seed=seed, depth=depth, src=src, dst=dst,
-                           tag=tag, query=query, sort=sort, limit=limit, tier=tier, jobs=1)
+        if format not in ("json", "mermaid"):
+            raise UsageError("format must be json or mermaid")
+        result = graph_query(settings.wiki, mode, seed=seed, depth=depth, src=src, dst=dst,
+                             tag=tag, query=query, sort=sort, limit=limit, tier=tier, jobs=1)
+        if format == "mermaid":  # the diagram, as `episteme graph --format mermaid` prints it
+            from .graph_format import render_mermaid
+
+            return PlainTextResponse(render_mermaid(mode, result), media_type="text/plain")
+        return result
 
     return app
 

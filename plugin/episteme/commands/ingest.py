@@ -69,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         if (args.dry_run or args.writer != "auto" or args.force_write or args.date) and not args.write:
             raise UsageError("--writer, --dry-run, --force-write and --date need --write")
         settings = settings_from_args(args)
+        from .init import init_wiki, is_unstarted
+
+        if is_unstarted(settings.wiki):  # a new wiki starts with its schema and indexes
+            init_wiki(settings.wiki)
         results = [
             ingest_paper(settings, pdf, force=args.force, use_outline=not args.no_outline,
                          progress=not args.no_progress, name=args.name)
