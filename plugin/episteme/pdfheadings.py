@@ -379,10 +379,12 @@ def _isolated(lines: list[Line], i: int, leading: float) -> bool:
     if ln.y is None or i == 0 or i + 1 >= len(lines):
         return False
     prev, nxt = lines[i - 1], lines[i + 1]
-    if prev.page != ln.page or nxt.page != ln.page or prev.y is None or nxt.y is None:
+    if nxt.page != ln.page or nxt.y is None or len(ln.text.split()) > 10:
         return False
-    above, below = prev.y - ln.y, ln.y - nxt.y
-    return above > 1.6 * leading and below > 1.25 * leading and len(ln.text.split()) <= 10
+    below = ln.y - nxt.y
+    if prev.page != ln.page or prev.y is None or prev.y < ln.y:
+        return below > 1.6 * leading  # first line of a page or column: the gap below decides
+    return prev.y - ln.y > 1.6 * leading and below > 1.25 * leading
 
 
 def _space_above(lines: list[Line], i: int, leading: float) -> bool:

@@ -322,23 +322,32 @@ def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[L
     safe unless the same text repeats in the margin of other pages.
     """
     n = len(pages)
+    edges: list[set[int]] = []  # per page: ids of its topmost and bottom-most lines
+    for lines in pages:
+        ys = [ln.y for ln in lines if ln.y is not None]
+        top, bottom = (max(ys), min(ys)) if ys else (None, None)
+        edges.append({id(ln) for ln in lines if ln.y is not None and ln.y in (top, bottom)})
 
-    def in_margin(line: Line, h: float) -> bool:
-        return line.y is not None and (line.y > h * 0.91 or line.y < h * 0.09)
+    def in_margin(line: Line, h: float, edge: set[int]) -> bool:
+        # the outer band of the page, or the first/last line (tall pages put the running
+        # head lower than a fixed band)
+        return line.y is not None and (
+            line.y > h * 0.91 or line.y < h * 0.09 or id(line) in edge
+        )
 
     counts: Counter[str] = Counter()
-    for lines, h in zip(pages, heights, strict=True):
-        seen = {_shape(ln.text) for ln in lines if in_margin(ln, h)}
+    for lines, h, edge in zip(pages, heights, edges, strict=True):
+        seen = {_shape(ln.text) for ln in lines if in_margin(ln, h, edge)}
         counts.update(seen)
     need = 3 if n >= 5 else 2
     out = []
-    for lines, h in zip(pages, heights, strict=True):
+    for lines, h, edge in zip(pages, heights, edges, strict=True):
         kept = []
         for ln in lines:
             t = ln.text.strip()
             if _ARXIV_STAMP.match(t):
                 continue
-            if in_margin(ln, h) and (
+            if in_margin(ln, h, edge) and (
                 _PAGE_NUM.match(t) or (n > 1 and counts[_shape(t)] >= need and len(t) < 200)
             ):
                 continue
