@@ -24,6 +24,7 @@ from .pdfheadings import (
     detect_headings,
     number_parts,
 )
+from .pdfobjects import PdfObject, find_objects
 from .pdftext import (
     Line,
     drop_furniture,
@@ -74,6 +75,7 @@ class SplitResult:
     sections: list[PaperSection]
     used_outline: bool
     warnings: list[str] = field(default_factory=list)
+    objects: list[PdfObject] = field(default_factory=list)
 
 
 def check_pdf_bytes(data: bytes, max_bytes: int | None = DEFAULT_MAX_BYTES) -> None:
@@ -398,7 +400,17 @@ def split_pdf(
             if located:
                 used_outline = True
                 heads = _merge(located, text_heads)
-    sections = _build_sections(lines, heads)
+    kinds = _kinds(heads) if heads else []
+    at = next((j for j, k in enumerate(kinds) if k == "references"), None)
+    refs = range(0)
+    if at is not None:
+        refs = range(heads[at].index, heads[at + 1].index if at + 1 < len(heads) else len(lines))
+    head_lines = {k for h in heads for k in range(h.index, h.index + max(h.span, 1))}
+    objects = find_objects(lines, dict(enumerate(heights, start=1)), refs=refs,
+                           headings=head_lines)
+    skip = {k for o in objects for k in o.lines}
+    sections = _build_sections(lines, heads, skip)
+    _assign_sections(objects, heads, sections)
     front = lines[: heads[0].index] if heads else lines[:30]
     return SplitResult(
         title=title,
@@ -407,13 +419,29 @@ def split_pdf(
         sections=sections,
         used_outline=used_outline,
         warnings=warnings,
+        objects=objects,
     )
 
 
+def _assign_sections(objects: list[PdfObject], heads: list[Heading],
+                     sections: list[PaperSection]) -> None:
+    """Each object belongs to the section it is printed in (by its first line's position)."""
+    if not heads:
+        return
+    offset = 1 if len(sections) > len(heads) else 0  # a front-matter section comes first
+    starts = [h.index for h in heads]
+    for o in objects:
+        j = bisect.bisect_right(starts, o.anchor) - 1
+        sec = sections[j + offset] if j >= 0 else sections[0]
+        o.section = f"{sec.number} {sec.title}".strip() if sec.title else "front matter"
+
+
 def _section(lines: list[Line], vocab: set[str], number: str, title: str, level: int, kind: str,
-             first_text: str, start: int, end: int, page: int) -> PaperSection:
-    texts = ([first_text] if first_text else []) + [ln.text for ln in lines[start:end]]
-    pages_of = ([page] if first_text else []) + [ln.page for ln in lines[start:end]]
+             first_text: str, start: int, end: int, page: int,
+             skip: set[int] | frozenset = frozenset()) -> PaperSection:
+    kept = [ln for k, ln in enumerate(lines[start:end], start=start) if k not in skip]
+    texts = ([first_text] if first_text else []) + [ln.text for ln in kept]
+    pages_of = ([page] if first_text else []) + [ln.page for ln in kept]
     text, offsets = join_lines(texts, vocab)
     breaks: list[tuple[int, int]] = []
     for off, p in zip(offsets, pages_of, strict=True):
@@ -424,19 +452,25 @@ def _section(lines: list[Line], vocab: set[str], number: str, title: str, level:
     return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks)
 
 
-def _build_sections(lines: list[Line], heads: list[Heading]) -> list[PaperSection]:
+def _build_sections(lines: list[Line], heads: list[Heading],
+                    skip: set[int] | frozenset = frozenset()) -> list[PaperSection]:
+    """Cut ``lines`` at the headings; lines in ``skip`` (captions, table cells, figure labels,
+    footnotes) are left out, so a paragraph interrupted by a float reads on across it."""
     vocab = vocabulary(lines)
     out: list[PaperSection] = []
     if not heads:
-        return [_section(lines, vocab, "", "", 1, "body", "", 0, len(lines), lines[0].page)]
+        return [_section(lines, vocab, "", "", 1, "body", "", 0, len(lines), lines[0].page,
+                         skip)]
     if heads[0].index > 0:
-        out.append(_section(lines, vocab, "", "", 1, "front", "", 0, heads[0].index, lines[0].page))
+        out.append(_section(lines, vocab, "", "", 1, "front", "", 0, heads[0].index,
+                            lines[0].page, skip))
     kinds = _kinds(heads)
     for j, h in enumerate(heads):
         end = heads[j + 1].index if j + 1 < len(heads) else len(lines)
         start = min(h.index + h.span, end)
         page = lines[h.index].page
-        sec = _section(lines, vocab, h.number, h.title, h.level, kinds[j], h.rest, start, end, page)
+        sec = _section(lines, vocab, h.number, h.title, h.level, kinds[j], h.rest, start, end,
+                       page, skip)
         sec.page_start = min(sec.page_start, page)
         if sec.page_breaks and sec.page_breaks[0][1] != page and not sec.text:
             sec.page_breaks = [(0, page)]
