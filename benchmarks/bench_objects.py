@@ -81,8 +81,15 @@ def run(verbose: bool) -> str:
                 missed.append(g["label"] + f" p{g['page']}")
             if words(g["caption"], 8) and words(g["caption"], 8) in body:
                 leaked += 1
+                if verbose:
+                    print(f"  left in body: {g['label']} p{g['page']}: {g['caption'][:60]}",
+                          file=sys.stderr)
         qs = quotes.get(gold["paper"], [])
         kept = sum(fold(q) in body for q in qs)
+        if verbose:
+            for q in qs:
+                if fold(q) not in body:
+                    print(f"  quote lost: {q[:90]}", file=sys.stderr)
         n = len(gold["objects"])
         rows.append((gold["paper"], n, len(res.objects), found, leaked, len(qs), kept, dt))
         for k, v in zip(("gold", "ours", "found", "leaked", "q", "qk", "t"),

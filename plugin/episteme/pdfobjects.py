@@ -218,7 +218,7 @@ def _caption_like(ln: Line, m: re.Match, body: _Body) -> bool:
         return True
     # "Table 3" alone on its line, or the label set in its own face (bold "Figure 2")
     rest = ln.text.strip()[m.end():].strip()
-    return not rest or (ln.bold and not ln.all_bold) or ln.size < body.size - 0.6
+    return not rest or ln.bold or ln.size < body.size - 0.6
 
 
 def _continues_caption(lines: list[Line], j: int, first: Line, body: _Body) -> bool:
@@ -266,8 +266,12 @@ def _footnote_start(ln: Line, body: _Body) -> re.Match | None:
     if not m:
         return None
     first = next((r for r in ln.runs if r.text.strip()), None)
-    raised = first is not None and first.size < 0.85 * ln.size
-    if m.group("mark").isdigit() and not raised and not m.group("text")[:1].isupper():
+    raised = first is not None and (
+        first.size < 0.85 * ln.size or first.text.strip() == m.group("mark"))
+    text = m.group("text")
+    if m.group("mark").isdigit() and not raised and not (
+        text[:1].isupper() or text.lower().startswith(("http", "www"))
+    ):
         return None  # "12 layers ..." in a small table: a marker is raised or starts a sentence
     return m
 
@@ -284,10 +288,11 @@ def _footnotes(lines: list[Line], stop: int, body: _Body, heights: dict[int, flo
             i += 1
             continue
         prev = lines[i - 1] if i > 0 else None
-        # footnotes follow the body text of their column (or an earlier footnote)
-        if prev is not None and prev.page == ln.page and prev.size < body.size - 0.6 and not (
-            out and out[-1].lines and out[-1].lines[-1] == i - 1
-        ):
+        # footnotes stand apart from what precedes them: not the next line of a block of small
+        # text in their own size (a table, a list of references), unless an earlier footnote
+        if (prev is not None and prev.page == ln.page and prev.y is not None
+                and abs(prev.size - ln.size) < 0.3 and 0 < prev.y - ln.y < 1.5 * ln.size
+                and not (out and out[-1].lines and out[-1].lines[-1] == i - 1)):
             i += 1
             continue
         j = i + 1
