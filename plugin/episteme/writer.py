@@ -40,7 +40,8 @@ except ImportError:  # pragma: no cover - older wikiwrite
     from .wikiwrite import read_page as load_page
 
 WRITERS = ("auto", "claude", "extractive")
-SKIPPED_KINDS = frozenset({"references", "front"})  # no wiki text comes from these
+# no wiki text comes from these (objects are quoted from the sections they belong to)
+SKIPPED_KINDS = frozenset({"references", "front", "table", "figure", "algorithm", "footnote"})
 MIN_SECTION_CHARS = 200  # shorter sections (bare parent headings, stubs) are not written
 PAPERS_FOLDER = "papers"
 _LINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
