@@ -76,6 +76,7 @@ class SplitResult:
     used_outline: bool
     warnings: list[str] = field(default_factory=list)
     objects: list[PdfObject] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)  # year, venue, arxiv_id, doi (pdfmeta)
 
 
 def check_pdf_bytes(data: bytes, max_bytes: int | None = DEFAULT_MAX_BYTES) -> None:
@@ -275,6 +276,15 @@ def _kinds(heads: list[Heading]) -> list[str]:
     return kinds
 
 
+def _info(reader) -> dict[str, str]:
+    """The document information dictionary as plain strings ({} when unreadable)."""
+    try:
+        meta = reader.metadata or {}
+        return {str(k): normalize_text(str(v)) for k, v in meta.items() if v is not None}
+    except Exception:
+        return {}
+
+
 def _guess_title(reader, lines: list[Line]) -> str:
     meta = None
     try:
@@ -304,7 +314,7 @@ _AFFIL = re.compile(
     r"\binc\b|corporation|academy|centre|center|brain|deepmind|openai|facebook|meta\b|allen",
     re.I,
 )
-_NAME = re.compile(r"^[A-ZÀ-ÖØ-Þ][\w'’.\-]*(?:\s+[A-ZÀ-ÖØ-Þ][\w'’.\-]*){1,3}$")
+_NAME = re.compile(r"^(?=[^\W\d_])[\w'’.\-]+(?:\s+(?=[^\W\d_])[\w'’.\-]+){1,3}$")
 
 
 def _pair_names(part: str) -> list[str]:
@@ -328,9 +338,22 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
         a = str((meta.author if meta else "") or "").strip()
     except Exception:
         a = ""
+    meta_names: list[str] = []
     if a and len(a) > 2:
         parts = re.split(r"\s*(?:,|;|\band\b|&)\s*", normalize_text(a))
-        return [p.strip() for p in parts if p.strip()]
+        meta_names = [p.strip() for p in parts if p.strip()]
+    names = _printed_authors(front, title)
+    if meta_names:
+        # the printed names when they are the same people (they keep middle initials the
+        # metadata drops: "Daniel S. Weld"); else the metadata, which the author typed
+        last = [n.split()[-1].lower() for n in meta_names]
+        if [n.split()[-1].lower() for n in names[: len(last)]] == last:
+            return names[: len(last)]
+        return meta_names
+    return names
+
+
+def _printed_authors(front: list[Line], title: str) -> list[str]:
     names: list[str] = []
     for ln in front[:40]:
         t = ln.text.strip()
@@ -345,7 +368,8 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
                 first = name.split()[0] if name else ""
                 if first.isupper() and len(first) <= 3:  # "QC H3C 3J7", "CA 94043": addresses
                     continue
-                if _NAME.match(name) and not _AFFIL.search(name) and name not in names:
+                if (_NAME.match(name) and all(w[0].isupper() for w in name.split())
+                        and not _AFFIL.search(name) and name not in names):
                     names.append(name)
     return names[:30]
 
@@ -368,10 +392,12 @@ def split_pdf(
     pages: list[list[Line]] = []
     heights: list[float] = []
     warnings: list[str] = []
+    rotated: list[str] = []
     for no, page in enumerate(reader.pages, start=1):
         try:
             box = page.mediabox
-            pages.append(fix_column_order(page_lines(page, no), float(box.width)))
+            pages.append(fix_column_order(page_lines(page, no, rotated if no == 1 else None),
+                                          float(box.width)))
             heights.append(float(box.height))
         except Exception as e:
             warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
@@ -382,6 +408,7 @@ def split_pdf(
     letters = sum(sum(c.isalnum() for c in ln.text) for p in pages for ln in p)
     if letters < 60 * n_pages:
         raise PdfError("no_text", "the PDF has no text layer (scanned?); run OCR first")
+    first_pages = [ln.text for p in pages[:2] for ln in p]  # running heads still in
     pages = drop_furniture(pages, heights)
     lines = [ln for p in pages for ln in p]
 
@@ -412,9 +439,12 @@ def split_pdf(
     sections = _build_sections(lines, heads, skip)
     _assign_sections(objects, heads, sections)
     front = lines[: heads[0].index] if heads else lines[:30]
+    from .pdfmeta import extract_meta
+
     return SplitResult(
         title=title,
         authors=_guess_authors(reader, front, title),
+        meta=extract_meta(_info(reader), first_pages, rotated),
         pages=n_pages,
         sections=sections,
         used_outline=used_outline,

@@ -159,8 +159,9 @@ def _mat_mul(a: list[float], b: list[float]) -> list[float]:
     ]
 
 
-def page_lines(page, page_no: int) -> list[Line]:
-    """Collect one page's text runs through pypdf's visitor and group them into lines."""
+def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Line]:
+    """Collect one page's text runs through pypdf's visitor and group them into lines.
+    Rotated text (the arXiv stamp, margin notes) is left out; ``rotated`` collects it."""
     lines: list[Line] = []
     cur: list[Run] = []
 
@@ -178,7 +179,7 @@ def page_lines(page, page_no: int) -> list[Line]:
         m = _mat_mul(list(tm), list(cm))
         scale_y = math.hypot(m[2], m[3])
         size = (font_size or 0.0) * (scale_y or 1.0)
-        rotated = abs(m[1]) > 1e-3 * max(abs(m[0]), 1e-9) or m[0] <= 0
+        turned = abs(m[1]) > 1e-3 * max(abs(m[0]), 1e-9) or m[0] <= 0
         font = ""
         if font_dict is not None:
             try:
@@ -191,8 +192,10 @@ def page_lines(page, page_no: int) -> list[Line]:
             if i > 0:
                 flush()
             if part:
-                if rotated:
+                if turned:
                     # the arXiv stamp and other rotated margin text: never part of the prose
+                    if rotated is not None and len(rotated) < 200:
+                        rotated.append(normalize_text(part))
                     continue
                 x, y = (m[4], m[5]) if i == 0 else (None, None)
                 cur.append(Run(part, font, size, x, y, bold, italic))
