@@ -275,3 +275,18 @@ def test_corrupt_database_says_rebuild_and_rebuild_recovers(tmp_path, papers_dir
     with open_store(s, readonly=True) as st:
         assert len(st.passages(paper_id="g.pdf")) == first["passages"] == out["passages"]
     assert not s.sqlite_path.with_name(s.sqlite_path.name + ".rebuild").exists()
+
+
+def test_cite_prints_bibtex_from_the_stored_metadata(ingested_wiki, capsys):
+    from episteme.commands.cite import main as cite_main
+
+    assert cite_main([ATT, "--wiki", str(ingested_wiki)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("@inproceedings{vaswani2017attention,")
+    assert "title = {{Attention Is All You Need}}" in out
+    assert "Łukasz Kaiser and Illia Polosukhin" in out and "eprint = {1706.03762}" in out
+    assert cite_main(["no_such_paper.pdf", "--wiki", str(ingested_wiki)]) == 1
+    with open_store(wiki_settings(ingested_wiki), readonly=True) as st:
+        objs = {o["label"]: o for o in st.objects(ATT)}
+        assert objs["Table 2"]["page"] == 8 and len(objs["Table 2"]["bbox"]) == 4
+        assert st.paper(ATT)["meta"]["arxiv_id"] == "1706.03762v5"

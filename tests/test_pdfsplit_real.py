@@ -189,3 +189,75 @@ def test_authors_found_on_the_first_page(gold_results):
     assert gan[0] == "Ian J. Goodfellow" and gan[-1] == "Yoshua Bengio"
     for r in by_paper.values():
         assert r.authors and not any("Universit" in a or "Google" in a for a in r.authors)
+
+
+# Title and authors as printed on each dev paper's first page (read from the pages by hand).
+META_GOLD = {
+    "attention_1706.03762v5.pdf": ("Attention Is All You Need", [
+        "Ashish Vaswani", "Noam Shazeer", "Niki Parmar", "Jakob Uszkoreit", "Llion Jones",
+        "Aidan N. Gomez", "Łukasz Kaiser", "Illia Polosukhin"]),
+    "bahdanau_1409.0473v7.pdf": (
+        "Neural Machine Translation by Jointly Learning to Align and Translate",
+        ["Dzmitry Bahdanau", "KyungHyun Cho", "Yoshua Bengio"]),
+    "bert_1810.04805v2.pdf": (
+        "BERT: Pre-training of Deep Bidirectional Transformers for Language Understanding",
+        ["Jacob Devlin", "Ming-Wei Chang", "Kenton Lee", "Kristina Toutanova"]),
+    "citesee_2302.07302v1.pdf": (
+        "CiteSee: Augmenting Citations in Scientific Papers with Persistent and Personalized "
+        "Historical Context", ["Joseph Chee Chang", "Amy X. Zhang", "Jonathan Bragg",
+                               "Andrew Head", "Kyle Lo", "Doug Downey", "Daniel S. Weld"]),
+    "gan_1406.2661v1.pdf": ("Generative Adversarial Nets", [
+        "Ian J. Goodfellow", "Jean Pouget-Abadie", "Mehdi Mirza", "Bing Xu",
+        "David Warde-Farley", "Sherjil Ozair", "Aaron Courville", "Yoshua Bengio"]),
+    "pasa_2501.10120v1.pdf": ("PaSa: An LLM Agent for Comprehensive Academic Paper Search", [
+        "Yichen He", "Guanhua Huang", "Peiyuan Feng", "Yuan Lin", "Yuchen Zhang", "Hang Li",
+        "Weinan E"]),
+    "resnet_1512.03385v1.pdf": ("Deep Residual Learning for Image Recognition", [
+        "Kaiming He", "Xiangyu Zhang", "Shaoqing Ren", "Jian Sun"]),
+    "s2orc_acl2020.pdf": ("S2ORC: The Semantic Scholar Open Research Corpus", [
+        "Kyle Lo", "Lucy Lu Wang", "Mark Neumann", "Rodney Kinney", "Daniel S. Weld"]),
+    "vit_2010.11929.pdf": (
+        "An Image is Worth 16x16 Words: Transformers for Image Recognition at Scale", [
+            "Alexey Dosovitskiy", "Lucas Beyer", "Alexander Kolesnikov", "Dirk Weissenborn",
+            "Xiaohua Zhai", "Thomas Unterthiner", "Mostafa Dehghani", "Matthias Minderer",
+            "Georg Heigold", "Sylvain Gelly", "Jakob Uszkoreit", "Neil Houlsby"]),
+    "word2vec_explained_1411.2738v4.pdf": ("word2vec Parameter Learning Explained", ["Xin Rong"]),
+}
+
+
+def test_title_and_authors_right_on_every_dev_paper(gold_results):
+    by_paper = {g["paper"]: r for g, r, _ in gold_results}
+    assert set(by_paper) == set(META_GOLD)
+    for paper, (title, authors) in META_GOLD.items():
+        r = by_paper[paper]
+        assert norm_title(r.title) == norm_title(title), (paper, r.title)
+        assert r.authors == authors, (paper, r.authors)
+
+
+def test_metadata_ids_and_years(gold_sets):
+    res = {g["paper"]: r for which in gold_sets.values() for g, r, _ in which}
+    att = res["attention_1706.03762v5.pdf"].meta
+    assert att["arxiv_id"] == "1706.03762v5" and att["year"] == 2017
+    assert "Neural Information Processing Systems" in att["venue"]
+    assert res["s2orc_acl2020.pdf"].meta["year"] == 2020  # the venue's year, not a citation's
+    assert res["elsevier_febs_scramblases_2015.pdf"].meta["doi"] == "10.1016/j.febslet.2014.11.036"
+    assert res["plosone_wheat_heat_stress_2018.pdf"].meta["doi"] == "10.1371/journal.pone.0197919"
+
+
+def test_objects_are_citable_and_out_of_the_prose(attention):
+    by_label = {o.label: o for o in attention.objects}
+    t2 = by_label["Table 2"]
+    assert (t2.kind, t2.page) == ("table", 8) and t2.caption.startswith("Table 2: The Transformer")
+    row = next(r for r in t2.text.splitlines() if r.startswith("Transformer (base model)"))
+    assert " ".join(row.split()) == "Transformer (base model) 27.3 38.1 3.3 · 1018"
+    assert "\t" in t2.text  # cells are told apart
+    x0, y0, x1, y1 = t2.bbox
+    assert 0 < x0 < x1 <= 612 and 0 < y0 < y1 <= 792
+    fn = by_label["footnote 4"]
+    assert fn.kind == "footnote" and fn.page == 4 and fn.section.startswith("3.2")
+    body = " ".join(s.text for s in attention.sections)
+    assert "Table 2: The Transformer achieves" not in body
+    assert "To illustrate why the dot products get large" not in body
+    assert "ByteNet [18] 23.75" not in body
+    # the sentence interrupted by footnote 4's page break still reads on
+    assert "queries and keys of dimension" in body
