@@ -11,6 +11,7 @@ bibliography entry by accident.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -152,8 +153,10 @@ def _outline(reader) -> list[tuple[str, int, int]]:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
 def norm_title(s: str) -> str:
-    """Case, numbering and punctuation folded away, for matching titles."""
+    """Case, numbering and punctuation folded away, for matching titles (cached: the outline
+    locator compares every line of a page with every entry on it)."""
     s = normalize_text(s).lower()
     s = re.sub(r"^\s*(appendix\s+)?([a-h]|\d{1,2})((\.\d{1,2})*)\.?\s+", "", s)
     return re.sub(r"[^a-z0-9]+", "", s)
