@@ -261,3 +261,17 @@ def test_objects_are_citable_and_out_of_the_prose(attention):
     assert "ByteNet [18] 23.75" not in body
     # the sentence interrupted by footnote 4's page break still reads on
     assert "queries and keys of dimension" in body
+
+
+def test_locate_quote_gives_the_lines_it_spans(papers_dir):
+    from episteme.pdfsplit import locate_quote
+
+    pdf = papers_dir / "attention_1706.03762v5.pdf"
+    boxes = locate_quote(pdf, 4, "We call our particular attention \"Scaled Dot-Product "
+                                 "Attention\" (Figure 2). The input consists of queries and keys")
+    assert len(boxes) == 2 and {b["page"] for b in boxes} == {4}
+    x0, _, x1, y1 = boxes[0]["bbox"]
+    y1b = boxes[1]["bbox"][3]
+    # the right edge is estimated (pypdf gives no glyph widths): within the page
+    assert 100 < x0 < x1 <= 612 and y1b < y1  # the second line is below the first
+    assert locate_quote(pdf, 4, "a sentence that the paper never prints anywhere") == []

@@ -71,7 +71,7 @@ def line_bbox(ln: Line) -> list[float]:
             x1, tail = r.x, len(r.text)
         else:
             tail += len(r.text)
-    x1 += 0.5 * ln.size * tail
+    x1 += 0.45 * ln.size * tail
     return [ln.x, ln.y - 0.25 * ln.size, max(x1, ln.x + 1.0), ln.y + 0.8 * ln.size]
 
 
@@ -311,4 +311,37 @@ def _footnotes(lines: list[Line], stop: int, body: _Body, heights: dict[int, flo
             lines=list(range(i, j)), anchor=i,
         ))
         i = j
+    return out
+
+
+def _fold(s: str) -> str:
+    return re.sub(r"[^0-9a-z]+", "", normalize_text(s).lower())
+
+
+def quote_boxes(lines: list[Line], quote: str) -> list[dict]:
+    """The boxes (``[{page, bbox}]``, PDF points) of the printed lines a quote spans.
+
+    Quote and lines are compared with case, spacing, punctuation and line-break hyphens folded
+    away, so a quote cut from joined prose finds the lines it was printed on.  Linear in the
+    text of ``lines``; ``[]`` when the quote is not there."""
+    want = _fold(quote)
+    if not want:
+        return []
+    starts: list[int] = []
+    parts: list[str] = []
+    pos = 0
+    for ln in lines:
+        starts.append(pos)
+        f = _fold(ln.text)
+        parts.append(f)
+        pos += len(f)
+    hay = "".join(parts)
+    at = hay.find(want)
+    if at < 0:
+        return []
+    end = at + len(want)
+    out = []
+    for ln, s0, f in zip(lines, starts, parts, strict=True):
+        if f and s0 < end and s0 + len(f) > at:
+            out.append({"page": ln.page, "bbox": [round(v, 1) for v in line_bbox(ln)]})
     return out

@@ -511,11 +511,27 @@ def _build_sections(lines: list[Line], heads: list[Heading],
     return out
 
 
+def locate_quote(path: str | Path, page: int, quote: str) -> list[dict]:
+    """Where ``quote`` is printed on ``page`` (1-based) of the PDF at ``path``, and on the next
+    page when it runs over: ``[{page, bbox}]`` in PDF points, one box per printed line (what the
+    evidence viewer highlights).  ``[]`` when it is not found there."""
+    from .pdfobjects import quote_boxes
+
+    reader = open_pdf(Path(path).read_bytes())
+    lines: list[Line] = []
+    for no in (page, page + 1):
+        if 1 <= no <= len(reader.pages):
+            pg = reader.pages[no - 1]
+            lines += fix_column_order(page_lines(pg, no), float(pg.mediabox.width))
+    return quote_boxes(lines, quote)
+
+
 __all__ = [
     "PaperSection",
     "PdfError",
     "SplitResult",
     "check_pdf_bytes",
+    "locate_quote",
     "open_pdf",
     "split_pdf",
     "KNOWN",
