@@ -34,12 +34,17 @@ def cited_papers(settings, target: str) -> list[dict]:
     name = target.rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
     if name in papers:
         return [papers[name]]
-    page = name if name.endswith(".md") else f"{name}.md"
+    page = target if target.endswith(".md") else f"{target}.md"
     try:
         path = safe_join(settings.wiki, page)
     except Exception as e:
         raise NotFoundError(f"no ingested paper or wiki page named {target!r}") from e
-    if not path.is_file():
+    if not path.is_file():  # a bare page name: the page of that name in any folder
+        base = page.rsplit("/", 1)[-1]
+        path = next((p for p in sorted(settings.wiki.rglob(base))
+                     if not any(part.startswith(".") or part == "raw"
+                                for part in p.relative_to(settings.wiki).parts)), None)
+    if path is None or not path.is_file():
         raise NotFoundError(f"no ingested paper or wiki page named {target!r}")
     text = path.read_text(encoding="utf-8", errors="replace")
     found = sorted((text.find(pid), pid) for pid in papers if pid in text)
