@@ -153,7 +153,13 @@ def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_
     if not ids:
         raise EpistemeError(f"{paper_id}: no passages to embed (the text layer is empty?)")
     if on_split is not None:  # passages per section, in the order they are embedded (progress)
-        on_split([len(s.passages) for s in sections])
+        # one entry per section the JSON lists; the objects' passages (embedded last) count
+        # with the last section, so sections_total == sections_indexed and the sum is exact
+        counts = [len(s.passages) for s in sections if s.kind not in OBJECT_KINDS]
+        extra = sum(len(s.passages) for s in sections if s.kind in OBJECT_KINDS)
+        if counts:
+            counts[-1] += extra
+        on_split(counts)
     embeddings = embedder.encode(docs, batch_size=32, progress=progress)
     paper = PaperRow(id=paper_id, file=f"raw/{paper_id}", sha256=sha, title=res.title or None,
                      authors=list(res.authors or []), pages=int(res.pages), ingested_at=_now(),
