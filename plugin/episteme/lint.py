@@ -33,6 +33,7 @@ from collections.abc import Iterable
 
 from .errors import NotFoundError, UsageError
 from .lint_rules import (
+    CLAIM_RULES,
     DEFAULT_DATE_FIELDS,
     RULES,
     SEVERITIES,
@@ -117,8 +118,8 @@ def parse_rule_args(values: Iterable[str] | None) -> list[str]:
 
 
 def enabled_rules(schema: Schema, select: Iterable[str] | None = None, disable: Iterable[str] = (),
-                  *, stores: bool = False) -> frozenset[str]:
-    """The rules that run (store rules only with ``stores``)."""
+                  *, stores: bool = False, claims: bool = False) -> frozenset[str]:
+    """The rules that run (store rules only with ``stores``, claim rules only with ``claims``)."""
     if select:
         on = set(select)
     else:
@@ -127,6 +128,8 @@ def enabled_rules(schema: Schema, select: Iterable[str] | None = None, disable: 
         on -= set(disable)
     if not stores:
         on -= STORE_RULES
+    if not claims:
+        on -= CLAIM_RULES
     return frozenset(on)
 
 
@@ -175,6 +178,8 @@ def lint_wiki(
     settings: Any = None,
     today: _dt.date | None = None,
     jobs: int | None = None,
+    claims: bool = False,
+    since: str | None = None,
 ) -> LintReport:
     """Run every enabled rule over the wiki at ``wiki``.
 
@@ -187,19 +192,19 @@ def lint_wiki(
     gc.disable()
     try:
         return _lint_wiki(wiki, select=select, disable=disable, stores=stores, settings=settings, today=today,
-                          jobs=jobs)
+                          jobs=jobs, claims=claims, since=since)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintReport:
+def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs, claims=False, since=None) -> LintReport:
 
     root = os.fspath(wiki)
     if not os.path.isdir(root):
         raise NotFoundError(f"wiki folder not found: {root}")
     schema = load_schema(root)
-    enabled = enabled_rules(schema, select, disable, stores=stores)
+    enabled = enabled_rules(schema, select, disable, stores=stores, claims=claims)
     date_fields = (
         tuple(k for k, s in schema.fields.items() if str(s.get("type", "")).lower() == "date")
         if schema.fields else DEFAULT_DATE_FIELDS
@@ -240,6 +245,10 @@ def _lint_wiki(wiki, *, select, disable, stores, settings, today, jobs) -> LintR
         from .lint_stores import check_stores
 
         findings.extend(check_stores(root, settings, enabled, sections))
+    if claims and enabled & CLAIM_RULES:
+        from .lint_claims import lint_hook
+
+        findings.extend(lint_hook(report, settings, sections, since))
     _apply_severity(schema, findings)
     report.findings = sorted((f for f in findings if f.rule in enabled), key=_sort_key)
     return report
