@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from episteme.store import OBJECT_KINDS
 from ingested_wiki import wiki_settings
 from serverlive import (
     ATTENTION_Q,
@@ -121,7 +122,8 @@ def test_ingest_real_paper_as_job_then_again_with_dotdot_name(live, papers_dir):
     from episteme.store import open_store
 
     with open_store(live.settings, readonly=True) as st:
-        assert [s["title"] for s in st.sections(REAL_PAPER)] == [s["title"] for s in r["sections"]]
+        assert [s["title"] for s in st.sections(REAL_PAPER)  # tables/footnotes: r["objects"]
+                    if s["kind"] not in OBJECT_KINDS] == [s["title"] for s in r["sections"]]
 
     # same bytes, hostile name: sanitized to the same stored name, nothing outside the wiki
     status, again, _ = upload(live.url, "../../../" + REAL_PAPER, data)

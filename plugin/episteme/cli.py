@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "lint": ("lint", "check the wiki (and with --stores its databases); --fix repairs (= wiki_lint.py)"),
     "ingest": ("ingest", "ingest a PDF: raw/ + SQLite + Chroma (+ wiki pages with --write) (= ingest.py)"),
     "split": ("split", "print a PDF's logical sections as JSON, storing nothing (= split_pdf.py)"),
+    "cite": ("cite", "print BibTeX for a paper, or for the papers a wiki page cites"),
     "remove": ("remove", "un-ingest a paper: rows, vectors and raw file"),
     "rebuild": ("rebuild", "recreate SQLite and Chroma from raw/ alone"),
     "plan": ("plan", "for each section of a paper, list related wiki sections (= plan_ingest.py)"),

@@ -32,6 +32,8 @@ from .fsutil import sanitize_filename, wiki_lock
 
 PASSAGE_MAX_TOKENS = 200  # well under the model's 256-word-piece window (specials included)
 NOT_EMBEDDED_KINDS = frozenset({"references"})  # kept in SQLite, never traced to
+# sections holding one table/figure/algorithm/footnote each (store.OBJECT_KINDS)
+OBJECT_KINDS = frozenset({"table", "figure", "algorithm", "footnote"})
 
 
 _THREAD_LOCKS: dict[str, threading.RLock] = {}
@@ -139,6 +141,7 @@ def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_
                 row.passages.append(PassageRow(f"{sid}~{j}", j, p.text, int(p.page),
                                                int(p.char_start), int(p.char_end)))
         sections.append(row)
+    objects = _object_sections(paper_id, res, sections, taken, embedder)
     ids, docs, metas = [], [], []
     for s in sections:
         for p in s.passages:
@@ -150,13 +153,47 @@ def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_
     if not ids:
         raise EpistemeError(f"{paper_id}: no passages to embed (the text layer is empty?)")
     if on_split is not None:  # passages per section, in the order they are embedded (progress)
-        on_split([len(s.passages) for s in sections])
+        # one entry per section the JSON lists; the objects' passages (embedded last) count
+        # with the last section, so sections_total == sections_indexed and the sum is exact
+        counts = [len(s.passages) for s in sections if s.kind not in OBJECT_KINDS]
+        extra = sum(len(s.passages) for s in sections if s.kind in OBJECT_KINDS)
+        if counts:
+            counts[-1] += extra
+        on_split(counts)
     embeddings = embedder.encode(docs, batch_size=32, progress=progress)
     paper = PaperRow(id=paper_id, file=f"raw/{paper_id}", sha256=sha, title=res.title or None,
                      authors=list(res.authors or []), pages=int(res.pages), ingested_at=_now(),
                      used_outline=bool(res.used_outline), warnings=list(res.warnings),
-                     embedding_model=embedder.name)
+                     embedding_model=embedder.name, meta=dict(getattr(res, "meta", {}) or {}),
+                     objects=objects)
     return _Prepared(paper, sections, ids, embeddings, metas, docs, list(res.warnings))
+
+
+def _object_sections(paper_id: str, res, sections: list, taken: set[str], embedder) -> list:
+    """Tables, figures, algorithms and footnotes become sections of their own kind (after the
+    paper's sections), so their passages are embedded and a claim about a table value traces
+    to "Table 4, p. 8" rather than to whatever prose the caption interrupted."""
+    from .passages import make_passages
+    from .pdfsplit import PaperSection
+    from .store import PassageRow, SectionRow, section_id_for
+
+    out = []
+    for obj in res.objects:
+        text = obj.caption if obj.kind == "footnote" else "\n".join(
+            t for t in (obj.caption, obj.text) if t)
+        if not text.strip():
+            continue
+        sid = section_id_for(paper_id, None, obj.label, taken)
+        sec = PaperSection("", obj.label, 9, obj.kind, obj.page, obj.page, text, [(0, obj.page)])
+        row = SectionRow(sid, len(sections), None, obj.label, 9, obj.kind, obj.page, obj.page,
+                         text)
+        for j, p in enumerate(make_passages(sec, embedder.count_tokens,
+                                            max_tokens=PASSAGE_MAX_TOKENS)):
+            row.passages.append(PassageRow(f"{sid}~{j}", j, p.text, int(p.page),
+                                           int(p.char_start), int(p.char_end)))
+        sections.append(row)
+        out.append({**obj.as_dict(), "id": sid})
+    return out
 
 
 def _section_json(sections: list[dict], passage_counts: dict[str, int]) -> list[dict]:
@@ -173,6 +210,7 @@ def _section_json(sections: list[dict], passage_counts: dict[str, int]) -> list[
             "passages": passage_counts.get(s["section_id"], 0),
         }
         for s in sections
+        if s["kind"] not in OBJECT_KINDS
     ]
 
 
@@ -202,6 +240,9 @@ def paper_json(store, paper_id: str, status: str) -> dict:
         "sections_indexed": len(sections),
         "passages": sum(counts.values()),
         "sections": sections,
+        "objects": [{**{k: o[k] for k in ("id", "kind", "label", "page", "section")},
+                     "passages": counts.get(o["id"], 0)} for o in store.objects(paper_id)],
+        **({"meta": paper["meta"]} if paper.get("meta") else {}),
         **({"warnings": paper["warnings"]} if paper["warnings"] else {}),
     }
 

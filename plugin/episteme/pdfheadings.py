@@ -41,6 +41,9 @@ KNOWN = re.compile(
     re.I,
 )
 ABSTRACT_RUNIN = re.compile(r"^(abstract)\s*[.:\-–—]\s*(\S.*)$", re.I)
+# IEEE \\subsubsection: "1) Special allocators: The naive approach ..." (title set in italics)
+PAREN_RUNIN = re.compile(r"^(?P<num>\d{1,2})\)\s+(?P<title>[^:.]{2,80}?):\s+(?P<rest>\S.*)$")
+OCR_ZERO = re.compile(r"^[oO](?=\.\s+[A-Z])")
 CAPTION = re.compile(r"^(fig(ure)?|table|algorithm|listing|proof|theorem|lemma|definition)\b", re.I)
 
 
@@ -65,11 +68,6 @@ def roman_value(s: str) -> int:
         v = vals[a]
         total += -v if b != " " and vals.get(b, 0) > v else v
     return total
-
-
-def is_italic(font: str) -> bool:
-    base = font.split("+", 1)[-1].lower()
-    return any(k in base for k in ("ital", "oblique", "-it", "cmti", "ti10", "-bi"))
 
 
 def number_parts(number: str) -> tuple:
@@ -101,17 +99,22 @@ class DocStats:
 
     body_size: float
     body_font: str
+    body_italic: bool = False
 
     @classmethod
     def of(cls, lines: list[Line]) -> DocStats:
         sizes: Counter[float] = Counter()
         fonts: Counter[str] = Counter()
+        italic: dict[str, bool] = {}
         for ln in lines:
             sizes[round(ln.size * 2) / 2] += len(ln.text)
             fonts[ln.font] += len(ln.text)
+            italic.setdefault(ln.font, ln.italic)
+        font = fonts.most_common(1)[0][0] if fonts else ""
         return cls(
             sizes.most_common(1)[0][0] if sizes else 10.0,
-            fonts.most_common(1)[0][0] if fonts else "",
+            font,
+            italic.get(font, False),
         )
 
 
@@ -129,8 +132,8 @@ def has_evidence(line: Line, title: str, stats: DocStats, *, run_in: bool = Fals
     upper = len(letters) >= 3 and all(c.isupper() for c in letters)
     if line.bold or line.size >= stats.body_size + 0.8 or upper:
         return True
-    if not run_in and is_italic(line.font) and not is_italic(stats.body_font):
-        return True  # IEEE subsections: italic on a line of their own
+    if not run_in and line.italic and not stats.body_italic and line.styled_share >= 0.6:
+        return True  # IEEE subsections: italic on a line of their own (not an italic lead-in)
     fam = _family(line.font)
     return (run_in or line.size >= stats.body_size - 1.5) and fam != _family(
         stats.body_font
@@ -151,6 +154,8 @@ def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bo
     if len(words) > 16:
         return False
     if t.endswith((",", ";", "-")) or "@" in t or "http" in t.lower():
+        return False
+    if t.count(",") >= 3:  # an address or an author list
         return False
     if re.search(r"(\.\s?){4,}|…", t):  # a table-of-contents line with dot leaders
         return False
@@ -181,16 +186,31 @@ def _style(line: Line) -> tuple[str, float]:
 def detect_headings(lines: list[Line]) -> list[Heading]:
     """Find the headings printed in ``lines`` (the whole document, in reading order)."""
     stats = DocStats.of(lines)
+    leading = _leading(lines, stats)
     heads: list[Heading] = []
     prev_num: tuple | None = None
     seen_refs = False
     consumed: set[int] = set()
     roman_top = ""  # set once the paper numbers its sections I., II., ... (IEEE)
+    paren_next = 1  # the next "1) Title:" run-in number under the current heading
 
     for i, ln in enumerate(lines):
         if i in consumed:
             continue
         text = ln.text.strip()
+        if prev_num is None:
+            text = OCR_ZERO.sub("0", text)  # OCR reads a leading "0." as "o."
+        isolated = _isolated(lines, i, leading)
+        # -- IEEE run-in sub-subsections "1) Special allocators: text" -------------------------
+        pm = PAREN_RUNIN.match(text)
+        if pm and heads and not seen_refs and int(pm.group("num")) == paren_next:
+            ttl = pm.group("title").strip()
+            if plausible_title(ttl, numbered=True) and _styled_prefix(ln, pm.end("title")):
+                parent = next((h.level for h in reversed(heads) if h.number), 1)
+                heads.append(Heading(i, 1, pm.group("num"), _clean_title(ttl),
+                                     min(parent + 1, 4), pm.group("rest"), _style(ln)))
+                paren_next += 1
+                continue
         lead = ln.lead
         run_in = bool(lead) and len(lead) < len(text) - 1 and text.startswith(lead)
         # -- Roman-numbered sections (IEEE) ---------------------------------------------------
@@ -208,6 +228,7 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
                 roman_top = r.group("num")
                 heads.append(Heading(i, span, roman_top, _clean_title(title), 1, "", _style(ln)))
                 prev_num = cand
+                paren_next = 1
                 continue
         # -- numbered -------------------------------------------------------------------------
         m = APPENDIX_NUMBERED.match(text) or NUMBERED.match(text)
@@ -227,7 +248,8 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
                 strong = ln.bold and ln.size >= stats.body_size + 0.8 and not is_run_in
                 ok = (
                     plausible_title(title, numbered=True, lower_ok=strong)
-                    and has_evidence(ln, title, stats, run_in=is_run_in)
+                    and (has_evidence(ln, title, stats, run_in=is_run_in)
+                         or (isolated and not is_run_in and ln.size >= stats.body_size - 0.5))
                     and bool(cand)
                     and fits_after(prev_num, cand, letters_ok=True)
                     and (not isinstance(cand[0], str) or len(cand) > 1 or seen_refs or
@@ -241,14 +263,18 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
                         Heading(i, span, num, _clean_title(title), len(cand), rest, _style(ln))
                     )
                     prev_num = cand
+                    paren_next = 1
                     continue
         # -- well-known unnumbered names ----------------------------------------------------
         k = KNOWN.match(text)
-        if k and (has_evidence(ln, text, stats) or ln.font != stats.body_font):
+        if k and (ln.size >= stats.body_size - 0.5 or ln.bold or text.isupper()) and (
+            has_evidence(ln, text, stats) or ln.font != stats.body_font or isolated
+        ):
             name = _clean_title(text.rstrip(":"))
             if name.lower() in ("references", "bibliography", "literature cited", "works cited"):
                 seen_refs = True
             heads.append(Heading(i, 1, "", name, 1, "", _style(ln)))
+            paren_next = 1
             continue
         a = ABSTRACT_RUNIN.match(text)
         if a and not heads and (ln.bold or lead.lower().startswith("abstract")):
@@ -266,8 +292,8 @@ def _heading_part(text: str, lead: str, run_in: bool) -> tuple[str, bool, str]:
     period following it.  Otherwise a font change inside the line is math or a small-caps or
     symbol glyph inside the heading itself (``4.1 Global Optimality of p_g = p_data``).
     """
-    if not run_in:
-        return text, False, ""
+    if not run_in or re.fullmatch(r"[\dA-Z]{1,2}(?:\.\d{1,2})*\.?", lead):
+        return text, False, ""  # only the number is set apart (bold number, code-font title)
     if lead.endswith("."):
         return lead, True, text[len(lead):].strip()
     m = re.compile(r"\.\s+(?=[A-Z])").search(text, len(lead))
@@ -286,7 +312,14 @@ def _join_wrapped(
     style = _style(ln)
     while span < 3 and i + span < len(lines):
         nxt = lines[i + span]
-        if nxt.page != ln.page or _style(nxt) != style or nxt.lead != nxt.text.strip():
+        caps = (  # small caps faked with two sizes: the wrapped part may be set smaller
+            _upper(title) and _upper(nxt.text) and nxt.font == ln.font
+            and nxt.size <= ln.size + 0.1 and nxt.y is not None and ln.y is not None
+            and 0 < ln.y - nxt.y < 1.8 * ln.size
+        )
+        if nxt.page != ln.page or not (_style(nxt) == style or caps):
+            break
+        if nxt.lead != nxt.text.strip() and not caps:
             break
         if nxt.font == stats.body_font and round(nxt.size) == round(stats.body_size):
             break
@@ -294,9 +327,17 @@ def _join_wrapped(
             break
         if len(nxt.text.split()) > 12:
             break
-        title = f"{title} {nxt.text.strip()}"
+        if title.endswith("-") and nxt.text[:1].islower():
+            title = f"{title[:-1]}{nxt.text.strip()}"  # a word hyphenated across the wrap
+        else:
+            title = f"{title} {nxt.text.strip()}"
         span += 1
     return span, title
+
+
+def _upper(text: str) -> bool:
+    letters = [c for c in text if c.isalpha()]
+    return len(letters) >= 3 and all(c.isupper() for c in letters)
 
 
 def _leading(lines: list[Line], stats: DocStats) -> float:
@@ -311,6 +352,39 @@ def _leading(lines: list[Line], stats: DocStats) -> float:
                 gaps.append(d)
     gaps.sort()
     return gaps[len(gaps) // 2] if gaps else stats.body_size * 1.2
+
+
+def _styled_prefix(ln: Line, n: int) -> bool:
+    """Most letters of the first ``n`` characters of the line are bold or italic, and most of
+    the rest are not: a run-in title set apart from its paragraph by its face."""
+    head = [0, 0]
+    tail = [0, 0]
+    pos = 0
+    for r in ln.runs:
+        for c in r.text:
+            if not c.isalpha():
+                pos += 1
+                continue
+            part = head if pos < n else tail
+            part[0] += 1
+            part[1] += bool(r.bold or r.italic)
+            pos += 1
+    return head[0] > 0 and head[1] >= 0.7 * head[0] and tail[1] <= 0.5 * max(tail[0], 1)
+
+
+def _isolated(lines: list[Line], i: int, leading: float) -> bool:
+    """The line stands apart: clearly more space above and below it than the body leading, on
+    the same page.  Evidence for a heading when the font tags say nothing (OCR layers)."""
+    ln = lines[i]
+    if ln.y is None or i == 0 or i + 1 >= len(lines):
+        return False
+    prev, nxt = lines[i - 1], lines[i + 1]
+    if nxt.page != ln.page or nxt.y is None or len(ln.text.split()) > 10:
+        return False
+    below = ln.y - nxt.y
+    if prev.page != ln.page or prev.y is None or prev.y < ln.y:
+        return below > 1.6 * leading  # first line of a page or column: the gap below decides
+    return prev.y - ln.y > 1.6 * leading and below > 1.25 * leading
 
 
 def _space_above(lines: list[Line], i: int, leading: float) -> bool:
@@ -357,9 +431,19 @@ def _add_style_matches(
         if h.number and not h.rest and h.style is not None:
             styles.setdefault(h.style, h.level)
             families.add(_family(h.style[0]))
-    if not heads or not styles:
+    numbered = bool(styles)
+    for h in heads:  # a known name (Introduction, References) set apart from the body
+        if not h.number and not h.rest and h.style is not None and h.style not in styles:
+            ln = lines[h.index]
+            if ln.size >= stats.body_size + 0.8 or (ln.bold and ln.font != stats.body_font):
+                styles[h.style] = 1
+    if not heads:
         return heads
     leading = _leading(lines, stats)
+    for st, lvl in _discover_styles(lines, heads, stats, consumed, leading, styles).items():
+        styles.setdefault(st, lvl)
+    if not styles:
+        return heads
     taken = {h.index for h in heads} | consumed
     by_index = {h.index: h for h in heads}
     first = min(h.index for h in heads)
@@ -386,10 +470,12 @@ def _add_style_matches(
             and not NUMBERED.match(text)
         )
         level = None
-        if base_ok and st in styles and not body_sized and ln.lead == text and (
-            ln.font != stats.body_font or ln.bold or text.isupper()
-        ):
+        if base_ok and st in styles and not body_sized and (
+            ln.lead == text or ln.styled_share >= 0.8
+        ) and (ln.font != stats.body_font or ln.bold or text.isupper()):
             level = styles[st]
+            if level == 0:  # a style found by its layout alone, in a numbered paper
+                level = min(level_now + 1, 4) if numbered else 1
         elif (
             base_ok
             and ln.bold
@@ -411,3 +497,74 @@ def _add_style_matches(
         extra.append(Heading(i, span, "", _clean_title(title), level, "", st))
         i += span
     return sorted(heads + extra, key=lambda h: h.index)
+
+
+def _distinct_face(ln: Line, stats: DocStats) -> bool:
+    """The whole line is set apart from the body by weight, slant or size."""
+    if ln.size < stats.body_size - 0.5:
+        return False
+    if ln.size >= stats.body_size + 0.8 and ln.font != stats.body_font:
+        return True
+    return ln.styled_share >= 0.8 and (ln.bold or (ln.italic and not stats.body_italic))
+
+
+def _discover_styles(
+    lines: list[Line], heads: list[Heading], stats: DocStats, consumed: set[int],
+    leading: float, known: dict[tuple[str, float], int],
+) -> dict[tuple[str, float], int]:
+    """Heading styles a paper uses without numbers, found from its own layout.
+
+    A candidate line stands on its own (space above, prose or another candidate below), is
+    short, reads like a title and is set apart from the body by its face or size.  A style
+    (font, size) is a heading style when it has at least two such lines and those lines hold
+    most of the text ever set in it: a face also used for emphasis, table cells or figure
+    labels fails that test.  Returns style → level; 0 means "one below the current numbered
+    heading" (resolved by the caller), otherwise levels continue below the known styles,
+    larger type first.
+    """
+    taken = {h.index for h in heads} | consumed
+    refs_at = next((h.index for h in heads if _REFS_NAME.match(h.title)), len(lines))
+    total: Counter[tuple[str, float]] = Counter()
+    for ln in lines:
+        for r in ln.runs:
+            total[(r.font, round(r.size * 2) / 2)] += sum(c.isalpha() for c in r.text)
+
+    def candidate(i: int) -> bool:
+        ln = lines[i]
+        text = ln.text.strip()
+        return (
+            i not in taken
+            and i < refs_at
+            and _distinct_face(ln, stats)
+            and plausible_title(text, numbered=False)
+            and len(text.split()) <= 14
+            and not text.endswith((".", ":"))
+            and not NUMBERED.match(text)
+        )
+
+    found: dict[tuple[str, float], list[int]] = {}
+    for i in range(len(lines)):
+        if not candidate(i) or not _space_above(lines, i, leading):
+            continue
+        below_ok = _body_follows(lines, i, stats) or (
+            i + 1 < len(lines) and candidate(i + 1) and _body_follows(lines, i + 1, stats)
+        )
+        if below_ok:
+            found.setdefault(_style(lines[i]), []).append(i)
+    out: dict[tuple[str, float], int] = {}
+    accepted = []
+    for st, idx in found.items():
+        if st in known:
+            continue
+        chars = sum(sum(c.isalpha() for c in lines[i].text) for i in idx)
+        if len(idx) >= 2 and chars >= 0.5 * max(total[st], 1):
+            accepted.append((st, idx[0]))
+    if any(h.number for h in heads):
+        return {st: 0 for st, _ in accepted}
+    top = max(known.values(), default=0)
+    for n, (st, _) in enumerate(sorted(accepted, key=lambda a: (-a[0][1], a[1]))):
+        out[st] = top + 1 + n
+    return out
+
+
+_REFS_NAME = re.compile(r"^(references|bibliography|literature cited|works cited)$", re.I)

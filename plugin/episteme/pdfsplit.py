@@ -11,6 +11,7 @@ bibliography entry by accident.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from .pdfheadings import (
     detect_headings,
     number_parts,
 )
+from .pdfobjects import PdfObject, find_objects
 from .pdftext import (
     Line,
     drop_furniture,
@@ -74,6 +76,8 @@ class SplitResult:
     sections: list[PaperSection]
     used_outline: bool
     warnings: list[str] = field(default_factory=list)
+    objects: list[PdfObject] = field(default_factory=list)
+    meta: dict = field(default_factory=dict)  # year, venue, arxiv_id, doi (pdfmeta)
 
 
 def check_pdf_bytes(data: bytes, max_bytes: int | None = DEFAULT_MAX_BYTES) -> None:
@@ -149,8 +153,10 @@ def _outline(reader) -> list[tuple[str, int, int]]:
     return out
 
 
+@functools.lru_cache(maxsize=65536)
 def norm_title(s: str) -> str:
-    """Case, numbering and punctuation folded away, for matching titles."""
+    """Case, numbering and punctuation folded away, for matching titles (cached: the outline
+    locator compares every line of a page with every entry on it)."""
     s = normalize_text(s).lower()
     s = re.sub(r"^\s*(appendix\s+)?([a-h]|\d{1,2})((\.\d{1,2})*)\.?\s+", "", s)
     return re.sub(r"[^a-z0-9]+", "", s)
@@ -273,6 +279,15 @@ def _kinds(heads: list[Heading]) -> list[str]:
     return kinds
 
 
+def _info(reader) -> dict[str, str]:
+    """The document information dictionary as plain strings ({} when unreadable)."""
+    try:
+        meta = reader.metadata or {}
+        return {str(k): normalize_text(str(v)) for k, v in meta.items() if v is not None}
+    except Exception:
+        return {}
+
+
 def _guess_title(reader, lines: list[Line]) -> str:
     meta = None
     try:
@@ -302,7 +317,7 @@ _AFFIL = re.compile(
     r"\binc\b|corporation|academy|centre|center|brain|deepmind|openai|facebook|meta\b|allen",
     re.I,
 )
-_NAME = re.compile(r"^[A-ZÀ-ÖØ-Þ][\w'’.\-]*(?:\s+[A-ZÀ-ÖØ-Þ][\w'’.\-]*){1,3}$")
+_NAME = re.compile(r"^(?=[^\W\d_])[\w'’.\-]+(?:\s+(?=[^\W\d_])[\w'’.\-]+){1,3}$")
 
 
 def _pair_names(part: str) -> list[str]:
@@ -326,9 +341,22 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
         a = str((meta.author if meta else "") or "").strip()
     except Exception:
         a = ""
+    meta_names: list[str] = []
     if a and len(a) > 2:
         parts = re.split(r"\s*(?:,|;|\band\b|&)\s*", normalize_text(a))
-        return [p.strip() for p in parts if p.strip()]
+        meta_names = [p.strip() for p in parts if p.strip()]
+    names = _printed_authors(front, title)
+    if meta_names:
+        # the printed names when they are the same people (they keep middle initials the
+        # metadata drops: "Daniel S. Weld"); else the metadata, which the author typed
+        last = [n.split()[-1].lower() for n in meta_names]
+        if [n.split()[-1].lower() for n in names[: len(last)]] == last:
+            return names[: len(last)]
+        return meta_names
+    return names
+
+
+def _printed_authors(front: list[Line], title: str) -> list[str]:
     names: list[str] = []
     for ln in front[:40]:
         t = ln.text.strip()
@@ -343,7 +371,8 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
                 first = name.split()[0] if name else ""
                 if first.isupper() and len(first) <= 3:  # "QC H3C 3J7", "CA 94043": addresses
                     continue
-                if _NAME.match(name) and not _AFFIL.search(name) and name not in names:
+                if (_NAME.match(name) and all(w[0].isupper() for w in name.split())
+                        and not _AFFIL.search(name) and name not in names):
                     names.append(name)
     return names[:30]
 
@@ -366,10 +395,12 @@ def split_pdf(
     pages: list[list[Line]] = []
     heights: list[float] = []
     warnings: list[str] = []
+    rotated: list[str] = []
     for no, page in enumerate(reader.pages, start=1):
         try:
             box = page.mediabox
-            pages.append(fix_column_order(page_lines(page, no), float(box.width)))
+            pages.append(fix_column_order(page_lines(page, no, rotated if no == 1 else None),
+                                          float(box.width)))
             heights.append(float(box.height))
         except Exception as e:
             warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
@@ -380,6 +411,7 @@ def split_pdf(
     letters = sum(sum(c.isalnum() for c in ln.text) for p in pages for ln in p)
     if letters < 60 * n_pages:
         raise PdfError("no_text", "the PDF has no text layer (scanned?); run OCR first")
+    first_pages = [ln.text for p in pages[:2] for ln in p]  # running heads still in
     pages = drop_furniture(pages, heights)
     lines = [ln for p in pages for ln in p]
 
@@ -398,22 +430,51 @@ def split_pdf(
             if located:
                 used_outline = True
                 heads = _merge(located, text_heads)
-    sections = _build_sections(lines, heads)
+    kinds = _kinds(heads) if heads else []
+    at = next((j for j, k in enumerate(kinds) if k == "references"), None)
+    refs = range(0)
+    if at is not None:
+        refs = range(heads[at].index, heads[at + 1].index if at + 1 < len(heads) else len(lines))
+    head_lines = {k for h in heads for k in range(h.index, h.index + max(h.span, 1))}
+    objects = find_objects(lines, dict(enumerate(heights, start=1)), refs=refs,
+                           headings=head_lines)
+    skip = {k for o in objects for k in o.lines}
+    sections = _build_sections(lines, heads, skip)
+    _assign_sections(objects, heads, sections)
     front = lines[: heads[0].index] if heads else lines[:30]
+    from .pdfmeta import extract_meta
+
     return SplitResult(
         title=title,
         authors=_guess_authors(reader, front, title),
+        meta=extract_meta(_info(reader), first_pages, rotated),
         pages=n_pages,
         sections=sections,
         used_outline=used_outline,
         warnings=warnings,
+        objects=objects,
     )
 
 
+def _assign_sections(objects: list[PdfObject], heads: list[Heading],
+                     sections: list[PaperSection]) -> None:
+    """Each object belongs to the section it is printed in (by its first line's position)."""
+    if not heads:
+        return
+    offset = 1 if len(sections) > len(heads) else 0  # a front-matter section comes first
+    starts = [h.index for h in heads]
+    for o in objects:
+        j = bisect.bisect_right(starts, o.anchor) - 1
+        sec = sections[j + offset] if j >= 0 else sections[0]
+        o.section = f"{sec.number} {sec.title}".strip() if sec.title else "front matter"
+
+
 def _section(lines: list[Line], vocab: set[str], number: str, title: str, level: int, kind: str,
-             first_text: str, start: int, end: int, page: int) -> PaperSection:
-    texts = ([first_text] if first_text else []) + [ln.text for ln in lines[start:end]]
-    pages_of = ([page] if first_text else []) + [ln.page for ln in lines[start:end]]
+             first_text: str, start: int, end: int, page: int,
+             skip: set[int] | frozenset = frozenset()) -> PaperSection:
+    kept = [ln for k, ln in enumerate(lines[start:end], start=start) if k not in skip]
+    texts = ([first_text] if first_text else []) + [ln.text for ln in kept]
+    pages_of = ([page] if first_text else []) + [ln.page for ln in kept]
     text, offsets = join_lines(texts, vocab)
     breaks: list[tuple[int, int]] = []
     for off, p in zip(offsets, pages_of, strict=True):
@@ -424,19 +485,25 @@ def _section(lines: list[Line], vocab: set[str], number: str, title: str, level:
     return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks)
 
 
-def _build_sections(lines: list[Line], heads: list[Heading]) -> list[PaperSection]:
+def _build_sections(lines: list[Line], heads: list[Heading],
+                    skip: set[int] | frozenset = frozenset()) -> list[PaperSection]:
+    """Cut ``lines`` at the headings; lines in ``skip`` (captions, table cells, figure labels,
+    footnotes) are left out, so a paragraph interrupted by a float reads on across it."""
     vocab = vocabulary(lines)
     out: list[PaperSection] = []
     if not heads:
-        return [_section(lines, vocab, "", "", 1, "body", "", 0, len(lines), lines[0].page)]
+        return [_section(lines, vocab, "", "", 1, "body", "", 0, len(lines), lines[0].page,
+                         skip)]
     if heads[0].index > 0:
-        out.append(_section(lines, vocab, "", "", 1, "front", "", 0, heads[0].index, lines[0].page))
+        out.append(_section(lines, vocab, "", "", 1, "front", "", 0, heads[0].index,
+                            lines[0].page, skip))
     kinds = _kinds(heads)
     for j, h in enumerate(heads):
         end = heads[j + 1].index if j + 1 < len(heads) else len(lines)
         start = min(h.index + h.span, end)
         page = lines[h.index].page
-        sec = _section(lines, vocab, h.number, h.title, h.level, kinds[j], h.rest, start, end, page)
+        sec = _section(lines, vocab, h.number, h.title, h.level, kinds[j], h.rest, start, end,
+                       page, skip)
         sec.page_start = min(sec.page_start, page)
         if sec.page_breaks and sec.page_breaks[0][1] != page and not sec.text:
             sec.page_breaks = [(0, page)]
@@ -444,11 +511,27 @@ def _build_sections(lines: list[Line], heads: list[Heading]) -> list[PaperSectio
     return out
 
 
+def locate_quote(path: str | Path, page: int, quote: str) -> list[dict]:
+    """Where ``quote`` is printed on ``page`` (1-based) of the PDF at ``path``, and on the next
+    page when it runs over: ``[{page, bbox}]`` in PDF points, one box per printed line (what the
+    evidence viewer highlights).  ``[]`` when it is not found there."""
+    from .pdfobjects import quote_boxes
+
+    reader = open_pdf(Path(path).read_bytes())
+    lines: list[Line] = []
+    for no in (page, page + 1):
+        if 1 <= no <= len(reader.pages):
+            pg = reader.pages[no - 1]
+            lines += fix_column_order(page_lines(pg, no), float(pg.mediabox.width))
+    return quote_boxes(lines, quote)
+
+
 __all__ = [
     "PaperSection",
     "PdfError",
     "SplitResult",
     "check_pdf_bytes",
+    "locate_quote",
     "open_pdf",
     "split_pdf",
     "KNOWN",

@@ -29,6 +29,14 @@ class Run:
     size: float
     x: float | None
     y: float | None
+    bold: bool | None = None  # from the font descriptor when it says; else from the name
+    italic: bool | None = None
+
+    def __post_init__(self) -> None:
+        if self.bold is None:
+            self.bold = is_bold_font(self.font)
+        if self.italic is None:
+            self.italic = is_italic_font(self.font)
 
 
 @dataclass
@@ -43,12 +51,25 @@ class Line:
     font: str  # font of the first letter-bearing run
     bold: bool
     runs: list[Run] = field(default_factory=list)
+    italic: bool = False
 
     @property
     def all_bold(self) -> bool:
         """Every run with words in it is bold (symbols and math glyphs may differ)."""
         worded = [r for r in self.runs if sum(c.isalpha() for c in r.text) >= 2]
-        return bool(worded) and all(is_bold_font(r.font) for r in worded)
+        return bool(worded) and all(r.bold for r in worded)
+
+    @property
+    def styled_share(self) -> float:
+        """Share of the line's letters set bold or italic (a heading set apart by its face,
+        with a word in another face inside it, e.g. a bold package name in an italic title)."""
+        total = styled = 0
+        for r in self.runs:
+            n = sum(c.isalpha() for c in r.text)
+            total += n
+            if r.bold or r.italic:
+                styled += n
+        return styled / total if total else 0.0
 
     @property
     def lead(self) -> str:
@@ -77,6 +98,50 @@ def is_bold_font(name: str) -> bool:
     return base.endswith(("-b", "tb", "-bd", ",bold", "-bi", "-sb"))
 
 
+_MATH_FAMILIES = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "rsfs", "symbol", "mt", "math")
+
+
+def is_italic_font(name: str) -> bool:
+    """Italic/oblique faces by name: ``-Italic``, ``-It``, ``Oblique``, ``cmti``, ``-I``."""
+    base = name.split("+", 1)[-1].lower()
+    if any(k in base for k in ("ital", "oblique", "-it", "cmti", "ti10", "-bi", "slant")):
+        return True
+    return base.endswith(("-i", "-ri", ",italic"))
+
+
+_TRAITS: dict[str, tuple[bool, bool]] = {}
+
+
+def font_traits(font_dict, name: str) -> tuple[bool, bool]:
+    """(bold, italic) of a font: its name, then its descriptor (/FontWeight ≥ 600 or the
+    ForceBold flag; the Italic flag or a non-zero /ItalicAngle).  Cached by font name, since
+    one document's fonts are read thousands of times."""
+    key = name
+    if key and key in _TRAITS:
+        return _TRAITS[key]
+    bold, italic = is_bold_font(name), is_italic_font(name)
+    try:
+        fd = font_dict.get("/FontDescriptor") if font_dict is not None else None
+        if fd is None and font_dict is not None and "/DescendantFonts" in font_dict:
+            fd = font_dict["/DescendantFonts"][0].get_object().get("/FontDescriptor")
+        if fd is not None:
+            fd = fd.get_object()
+            flags = int(fd.get("/Flags", 0) or 0)
+            weight = float(fd.get("/FontWeight", 0) or 0)
+            angle = float(fd.get("/ItalicAngle", 0) or 0)
+            base = name.split("+", 1)[-1].lower()
+            bold = bold or weight >= 600 or bool(flags & (1 << 18))
+            if not base.startswith(_MATH_FAMILIES):
+                italic = italic or bool(flags & (1 << 6)) or abs(angle) > 0.5
+    except Exception:  # a malformed descriptor: the name is all the evidence there is
+        pass
+    if len(_TRAITS) > 4096:
+        _TRAITS.clear()
+    if key:
+        _TRAITS[key] = (bold, italic)
+    return bold, italic
+
+
 def normalize_text(s: str) -> str:
     """NFKC folds ligatures (ﬁ → fi) and full-width forms; soft hyphens and NULs are dropped."""
     s = unicodedata.normalize("NFKC", s)
@@ -94,8 +159,9 @@ def _mat_mul(a: list[float], b: list[float]) -> list[float]:
     ]
 
 
-def page_lines(page, page_no: int) -> list[Line]:
-    """Collect one page's text runs through pypdf's visitor and group them into lines."""
+def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Line]:
+    """Collect one page's text runs through pypdf's visitor and group them into lines.
+    Rotated text (the arXiv stamp, margin notes) is left out; ``rotated`` collects it."""
     lines: list[Line] = []
     cur: list[Run] = []
 
@@ -113,23 +179,26 @@ def page_lines(page, page_no: int) -> list[Line]:
         m = _mat_mul(list(tm), list(cm))
         scale_y = math.hypot(m[2], m[3])
         size = (font_size or 0.0) * (scale_y or 1.0)
-        rotated = abs(m[1]) > 1e-3 * max(abs(m[0]), 1e-9) or m[0] <= 0
+        turned = abs(m[1]) > 1e-3 * max(abs(m[0]), 1e-9) or m[0] <= 0
         font = ""
         if font_dict is not None:
             try:
                 font = str(font_dict.get("/BaseFont", "") or "")
             except Exception:
                 font = ""
+        bold, italic = font_traits(font_dict, font)
         parts = text.split("\n")
         for i, part in enumerate(parts):
             if i > 0:
                 flush()
             if part:
-                if rotated:
+                if turned:
                     # the arXiv stamp and other rotated margin text: never part of the prose
+                    if rotated is not None and len(rotated) < 200:
+                        rotated.append(normalize_text(part))
                     continue
                 x, y = (m[4], m[5]) if i == 0 else (None, None)
-                cur.append(Run(part, font, size, x, y))
+                cur.append(Run(part, font, size, x, y, bold, italic))
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     page.extract_text(visitor_text=visit)
@@ -234,7 +303,8 @@ def _make_line(runs: list[Run], page_no: int) -> Line | None:
     x = next((r.x for r in runs if r.x is not None), None)
     y = next((r.y for r in runs if r.y is not None), None)
     size = max(r.size for r in letter_runs)
-    return Line(text, page_no, x, y, round(size, 2), first.font, is_bold_font(first.font), runs)
+    return Line(text, page_no, x, y, round(size, 2), first.font, bool(first.bold), runs,
+                bool(first.italic))
 
 
 _ARXIV_STAMP = re.compile(r"^arXiv:\d{4}\.\d{4,5}(v\d+)?\s*\[[^\]]+\]\s*\d{1,2}\s*\w{3}\s*\d{4}$")
@@ -255,23 +325,32 @@ def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[L
     safe unless the same text repeats in the margin of other pages.
     """
     n = len(pages)
+    edges: list[set[int]] = []  # per page: ids of its topmost and bottom-most lines
+    for lines in pages:
+        ys = [ln.y for ln in lines if ln.y is not None]
+        top, bottom = (max(ys), min(ys)) if ys else (None, None)
+        edges.append({id(ln) for ln in lines if ln.y is not None and ln.y in (top, bottom)})
 
-    def in_margin(line: Line, h: float) -> bool:
-        return line.y is not None and (line.y > h * 0.91 or line.y < h * 0.09)
+    def in_margin(line: Line, h: float, edge: set[int]) -> bool:
+        # the outer band of the page, or the first/last line (tall pages put the running
+        # head lower than a fixed band)
+        return line.y is not None and (
+            line.y > h * 0.91 or line.y < h * 0.09 or id(line) in edge
+        )
 
     counts: Counter[str] = Counter()
-    for lines, h in zip(pages, heights, strict=True):
-        seen = {_shape(ln.text) for ln in lines if in_margin(ln, h)}
+    for lines, h, edge in zip(pages, heights, edges, strict=True):
+        seen = {_shape(ln.text) for ln in lines if in_margin(ln, h, edge)}
         counts.update(seen)
     need = 3 if n >= 5 else 2
     out = []
-    for lines, h in zip(pages, heights, strict=True):
+    for lines, h, edge in zip(pages, heights, edges, strict=True):
         kept = []
         for ln in lines:
             t = ln.text.strip()
             if _ARXIV_STAMP.match(t):
                 continue
-            if in_margin(ln, h) and (
+            if in_margin(ln, h, edge) and (
                 _PAGE_NUM.match(t) or (n > 1 and counts[_shape(t)] >= need and len(t) < 200)
             ):
                 continue

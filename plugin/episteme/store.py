@@ -84,8 +84,27 @@ MIGRATIONS: list[str] = [
         INSERT INTO passages_fts(rowid, text) VALUES (new.pk, new.text);
     END;
     """,
+    # v2: tables, figures, algorithms and footnotes as objects of their own (their passages
+    # live in a section of the object's kind, whose id is the object's id); paper metadata
+    """
+    CREATE TABLE objects (
+        id          TEXT PRIMARY KEY,          -- <paper>#table-4, also its section_id
+        paper_id    TEXT NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+        ord         INTEGER NOT NULL,
+        kind        TEXT NOT NULL,             -- table | figure | algorithm | footnote
+        label       TEXT NOT NULL,             -- "Table 4", "footnote 3"
+        page        INTEGER NOT NULL,
+        caption     TEXT NOT NULL,
+        text        TEXT NOT NULL,             -- table rows (cells tab-separated), labels
+        section     TEXT NOT NULL,             -- the section it is printed in
+        bbox        TEXT NOT NULL DEFAULT '[]' -- JSON [x0, y0, x1, y1], PDF points
+    );
+    CREATE INDEX objects_paper ON objects(paper_id, ord);
+    ALTER TABLE papers ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+OBJECT_KINDS = frozenset({"table", "figure", "algorithm", "footnote"})
 
 
 @dataclass
@@ -128,6 +147,8 @@ class PaperRow:
     used_outline: bool = False
     warnings: list[str] = field(default_factory=list)
     embedding_model: str | None = None
+    meta: dict = field(default_factory=dict)  # year, venue, arxiv_id, doi (pdfmeta)
+    objects: list[dict] = field(default_factory=list)  # PdfObject.as_dict() + "id"
 
 
 def section_id_for(paper_id: str, number: str | None, title: str, taken: set[str]) -> str:
@@ -245,7 +266,7 @@ class Store:
         self.delete_paper(paper.id)
         self.conn.execute(
             "INSERT INTO papers (id, file, sha256, title, authors, pages, ingested_at, "
-            "used_outline, warnings, embedding_model) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            "used_outline, warnings, embedding_model, meta) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
             (
                 paper.id,
                 paper.file,
@@ -257,7 +278,17 @@ class Store:
                 int(paper.used_outline),
                 json.dumps(paper.warnings, ensure_ascii=False),
                 paper.embedding_model,
+                json.dumps(paper.meta, ensure_ascii=False),
             ),
+        )
+        self.conn.executemany(
+            "INSERT INTO objects (id, paper_id, ord, kind, label, page, caption, text, section, "
+            "bbox) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            [
+                (o["id"], paper.id, i, o["kind"], o["label"], int(o["page"]), o["caption"],
+                 o["text"], o.get("section", ""), json.dumps(o.get("bbox", [])))
+                for i, o in enumerate(paper.objects)
+            ],
         )
         self.conn.executemany(
             "INSERT INTO sections (section_id, paper_id, ord, number, title, level, kind, "
@@ -296,6 +327,18 @@ class Store:
     def paper(self, paper_id: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM papers WHERE id = ?", (paper_id,)).fetchone()
         return _paper_dict(row) if row else None
+
+    def objects(self, paper_id: str | None = None) -> list[dict]:
+        """Tables, figures, algorithms and footnotes (``bbox`` decoded), in page order."""
+        sql, args = "SELECT * FROM objects", []
+        if paper_id is not None:
+            sql, args = sql + " WHERE paper_id = ?", [paper_id]
+        out = []
+        for r in self.conn.execute(sql + " ORDER BY paper_id, ord", args):
+            d = dict(r)
+            d["bbox"] = json.loads(d["bbox"] or "[]")
+            out.append(d)
+        return out
 
     def papers(self) -> list[dict]:
         return [_paper_dict(r) for r in self.conn.execute("SELECT * FROM papers ORDER BY id")]
@@ -394,6 +437,7 @@ def _paper_dict(row: sqlite3.Row) -> dict:
     d["authors"] = json.loads(d.get("authors") or "[]")
     d["warnings"] = json.loads(d.get("warnings") or "[]")
     d["used_outline"] = bool(d.get("used_outline"))
+    d["meta"] = json.loads(d.get("meta") or "{}")
     return d
 
 

@@ -40,7 +40,8 @@ except ImportError:  # pragma: no cover - older wikiwrite
     from .wikiwrite import read_page as load_page
 
 WRITERS = ("auto", "claude", "extractive")
-SKIPPED_KINDS = frozenset({"references", "front"})  # no wiki text comes from these
+# no wiki text comes from these (objects are quoted from the sections they belong to)
+SKIPPED_KINDS = frozenset({"references", "front", "table", "figure", "algorithm", "footnote"})
 MIN_SECTION_CHARS = 200  # shorter sections (bare parent headings, stubs) are not written
 PAPERS_FOLDER = "papers"
 _LINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
@@ -275,6 +276,20 @@ class PaperInfo:
     title: str
     authors: list[str]
     sections: list[PaperSection]
+    meta: dict = field(default_factory=dict)  # year, venue, arxiv_id, doi (pdfmeta)
+
+    def meta_fields(self) -> dict[str, Any]:
+        """The page frontmatter fields the paper page carries besides its authors."""
+        return {k: self.meta[k] for k in ("year", "venue", "arxiv_id", "doi") if self.meta.get(k)}
+
+    def meta_line(self) -> str | None:
+        """"**Published:** venue, year · arXiv:… · doi:…" for the paper page, or None."""
+        m = self.meta
+        bits = [", ".join(str(x) for x in (m.get("venue"), m.get("year")) if x)]
+        bits += [f"arXiv:{m['arxiv_id']}" if m.get("arxiv_id") else "",
+                 f"doi:{m['doi']}" if m.get("doi") else ""]
+        bits = [b for b in bits if b]
+        return f"**Published:** {' · '.join(bits)}" if bits else None
 
     def writable(self) -> tuple[list[PaperSection], list[dict[str, str]]]:
         """The sections worth writing, and the others with the reason they are skipped."""
@@ -309,7 +324,8 @@ def load_paper(settings, paper_id: str) -> PaperInfo:
             for s in store.sections(paper_id)
         ]
     title = (row.get("title") or "").strip() or Path(paper_id).stem
-    return PaperInfo(paper_id, " ".join(title.split()), list(row.get("authors") or []), sections)
+    return PaperInfo(paper_id, " ".join(title.split()), list(row.get("authors") or []), sections,
+                     dict(row.get("meta") or {}))
 
 
 def resolve_paper_id(settings, paper: str) -> str:

@@ -132,6 +132,7 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
         # the paper's own page first, from its metadata (no model call needed)
         abstract = next((s for s in info.sections if s.kind == "abstract"), None)
         lines = [f"**Authors:** {', '.join(info.authors)}"] if info.authors else []
+        lines += [info.meta_line()] if info.meta_line() else []
         lines.append(f"**Source:** `raw/{paper_id}`")
         if abstract is not None:
             lines.append("Abstract (verbatim):\n\n" + "\n".join(f"> {ln}" for ln in " ".join(abstract.text.split()).split("\n")))
@@ -139,7 +140,8 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
             action="create", page=paper_page, title="Summary",
             description=f"{short_title(info.title)}: paper summary, authors and abstract",
             body="\n\n".join(lines), sources=[paper_id], page_title=info.title, page_type="paper",
-            page_fields={"authors": list(info.authors), "paper_file": f"raw/{paper_id}"},
+            page_fields={"authors": list(info.authors), "paper_file": f"raw/{paper_id}",
+                         **info.meta_fields()},
             paper_section=abstract.id if abstract else None, reason="paper page",
         ), known, required_source=paper_id))
         planned[paper_page] = info.title

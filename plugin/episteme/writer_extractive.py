@@ -451,7 +451,8 @@ def plan_extractive(
 
     # -- the paper page ------------------------------------------------------------------------
     paper_tags = keyphrases("\n".join(s.text for s in writable), 5)
-    page_fields: dict[str, Any] = {"authors": list(info.authors), "paper_file": f"raw/{paper_id}"}
+    page_fields: dict[str, Any] = {"authors": list(info.authors), "paper_file": f"raw/{paper_id}",
+                                   **info.meta_fields()}
     abstract = next((s for s in generic if s.kind == "abstract"), None)
     summary_sents = keys[abstract.id].top(SUMMARY_SENTENCES) if abstract else []
     first = True
@@ -470,6 +471,8 @@ def plan_extractive(
     lines = []
     if info.authors:
         lines.append(f"**Authors:** {', '.join(info.authors)}")
+    if info.meta_line():
+        lines.append(info.meta_line())
     lines.append(f"**Source:** `raw/{paper_id}`")
     if summary_sents:
         lines.append(f"From the abstract ({abstract.pages_label}):")

@@ -54,6 +54,7 @@ def split_json(path: str, *, use_outline: bool = True, with_text: bool = False,
         "pages": res.pages,
         "used_outline": res.used_outline,
         "sections": sections,
+        "objects": [o.as_dict() for o in res.objects],
     }
     if res.warnings:
         out["warnings"] = res.warnings
