@@ -139,3 +139,16 @@ def sanitize_filename(name: str, default: str = "paper.pdf") -> str:
     if not name:
         return default
     return name[:180]
+
+
+def crash_point(name: str) -> None:
+    """Fault injection for the crash tests: when ``EPISTEME_CRASH_AT`` names this point, the
+    process kills itself on the spot (SIGKILL: no cleanup, no ``finally``), as a power cut or
+    ``kill -9`` would.  A no-op otherwise (one dictionary lookup)."""
+    if os.environ.get("EPISTEME_CRASH_AT") == name:
+        import signal
+
+        kill = getattr(signal, "SIGKILL", None)
+        if kill is not None:
+            os.kill(os.getpid(), kill)
+        os._exit(137)

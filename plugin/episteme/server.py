@@ -14,7 +14,7 @@ Why it looks like this:
   *process*, not per thread, so the in-process serialization is what keeps two threads apart.
 - **Safe by default.**  Loopback only unless a bearer token is configured; upload bytes are
   checked as a PDF (header/``%%EOF``) and against size and page limits before anything is
-  stored; uploaded names go through ``sanitize_filename``; page paths through ``safe_join``;
+  stored; uploaded names go through ``ingest.paper_id_for``; page paths through ``safe_join``;
   every error is ``{"error": message}`` with a meaningful status, never a stack trace.
 """
 
@@ -693,8 +693,10 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         ``wait=false``, 202 and a job to poll at ``/jobs/{id}``.  413: over the size or page
         limit; 422: not a readable PDF."""
         upload, name = await _receive_upload(services.settings, file)
+        from .ingest import paper_id_for
+
         job = services.jobs.submit(
-            "ingest", name,
+            "ingest", paper_id_for(name),
             lambda job: services.run_ingest(job, upload, name, force=force, write=write,
                                            force_write=force_write),
         )
@@ -784,10 +786,10 @@ def _drop_stale_uploads(settings, max_age_s: float = 3600.0) -> None:
 async def _receive_upload(settings, file) -> tuple[Path, str]:
     """Stream the upload to a private temp file, enforcing the size limit as bytes arrive, and
     check it is a PDF by its bytes and within the page limit -- before any job is queued."""
-    from .ingest import paper_id_for
+    from .ingest import base_name
     from .pdfsplit import PdfError, check_pdf_bytes
 
-    name = paper_id_for(file.filename or "paper.pdf")
+    name = base_name(file.filename or "paper.pdf")  # ingest_paper derives the id from it
     limit = settings.max_pdf_bytes
     tmp_dir = settings.data_dir / "uploads"
     tmp_dir.mkdir(parents=True, exist_ok=True)

@@ -317,6 +317,8 @@ def resolve_paper_id(settings, paper: str) -> str:
     from .ingest import paper_id_for
 
     name = Path(str(paper)).name
+    if name and not name.startswith(".") and (settings.raw_dir / name).is_file():
+        return name  # already a stored id (ids are not a fixed point of paper_id_for)
     pid = paper_id_for(name)
     if not (settings.raw_dir / pid).is_file():
         raise NotFoundError(f"{pid} is not in {settings.raw_dir} (ingest it first)")
