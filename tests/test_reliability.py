@@ -11,13 +11,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import sqlite3
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
-from episteme.errors import EpistemeError
 from episteme.ingest import ingest_paper, paper_id_for
 from episteme.store import open_store
 from episteme.vectors import open_vectors
@@ -139,3 +137,187 @@ def test_an_old_wikis_lossy_name_stays_unchanged_on_reingest(tmp_path, three_pdf
     assert first["paper"] == "pdf.pdf"  # what "论文.pdf" used to be stored as
     again = ingest_paper(s, three_pdfs["论文.pdf"], progress=False, embedder=embedder)
     assert again["status"] == "unchanged" and again["paper"] == "pdf.pdf"
+
+
+# --------------------------------------------- 8 + 5. crashes at any point; idempotent re-runs
+
+CRASH_POINTS = [
+    "ingest:journal", "ingest:sqlite-written", "ingest:chroma-deleted", "ingest:chroma-added",
+    "ingest:raw-moved-aside", "ingest:raw-placed", "ingest:sqlite-committed", "ingest:journal-cleared",
+    "write:planned", "write:section#1", "write:section#2",
+]
+
+
+def wiki_sections(wiki: Path) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(page, title, sources) of every section of every page, in file order."""
+    from episteme.sections import parse_page
+
+    out = []
+    for p in sorted(wiki.rglob("*.md")):
+        rel = p.relative_to(wiki).as_posix()
+        if rel.startswith(("raw/", ".")) or rel in ("index.md", "log.md", "SCHEMA.md"):
+            continue
+        for sec in parse_page(p.read_text(encoding="utf-8"), strict=False).sections:
+            out.append((rel, sec.title, tuple(sec.sources)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def crash_template(tmp_path_factory):
+    """A wiki with one paper written (other.pdf) and one only ingested (tides.pdf, v1); the v2
+    bytes of tides.pdf; and the sections a clean ``ingest v2 --write`` leaves (the reference
+    every crashed-then-re-run ingest must converge to)."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("crash")
+    for d in ("v1", "v2"):
+        (root / d).mkdir()
+    other = make_paper_pdf(root / "other.pdf", varied_paper(5, "Kernel Budgets"))
+    v1 = make_paper_pdf(root / "v1" / "tides.pdf", varied_paper(7, "Tide Records and Drift"))
+    v2 = make_paper_pdf(root / "v2" / "tides.pdf", varied_paper(8, "Tide Records and Drift"))
+    wiki = root / "wiki"
+    for args in ((other, "--write", "--writer", "extractive", "--date", "2026-01-02"), (v1,)):
+        proc = cli("ingest", str(args[0]), *args[1:], "--wiki", str(wiki), "--no-progress")
+        assert proc.returncode == 0, proc.stderr
+    ref = root / "ref"
+    shutil.copytree(wiki, ref)
+    proc = cli("ingest", str(v2), "--wiki", str(ref), "--write", "--writer", "extractive",
+               "--no-progress", "--date", "2026-01-02")
+    assert proc.returncode == 0, proc.stderr
+    reference = wiki_sections(ref)
+    assert len([x for x in reference if "tides.pdf" in x[2]]) >= 3
+    return {"wiki": wiki, "v2": v2, "reference": reference}
+
+
+@pytest.mark.parametrize("point", CRASH_POINTS)
+def test_crash_at_any_point_is_reconciled_and_the_rerun_converges(point, crash_template, tmp_path):
+    import shutil
+
+    from episteme.fsutil import wiki_lock
+    from episteme.ingest import pending_journal, reconcile
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    s = wiki_settings(wiki)
+    args = ("ingest", str(crash_template["v2"]), "--wiki", str(wiki), "--write", "--writer",
+            "extractive", "--no-progress", "--date", "2026-01-02")
+    proc = cli(*args, EPISTEME_CRASH_AT=point)
+    assert proc.returncode == -9, (point, proc.returncode, proc.stderr[-2000:])
+    # afterwards: what the next run does first (reconcile under the lock) leaves them agreeing
+    with wiki_lock(wiki):
+        reconcile(s)
+    assert pending_journal(s) is None
+    assert stores_agree(s) == [], point
+    assert not list((s.data_dir / "tmp").glob("*")), "temp copies of the killed run remain"
+    assert not [p for p in s.raw_dir.iterdir() if p.name.startswith(".")], "raw/ backups remain"
+    # the natural re-run: succeeds, stores agree, the wiki holds each section exactly once
+    again = cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert stores_agree(s) == []
+    got = wiki_sections(wiki)
+    assert sorted(got) == sorted(crash_template["reference"]), point
+    assert len({(p, t) for p, t, _ in got}) == len(got), "a section was written twice"
+    lint = cli("lint", "--wiki", str(wiki), "--stores", "--format", "json")
+    assert lint.returncode == 0, lint.stdout[-2000:]
+
+
+@pytest.mark.parametrize("point", ["remove:chroma-deleted", "remove:sqlite-committed"])
+def test_crash_during_remove_is_undone_or_finished(point, crash_template, tmp_path):
+    import shutil
+
+    from episteme.fsutil import wiki_lock
+    from episteme.ingest import reconcile
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    s = wiki_settings(wiki)
+    proc = cli("remove", "tides.pdf", "--wiki", str(wiki), EPISTEME_CRASH_AT=point)
+    assert proc.returncode == -9, proc.stderr[-2000:]
+    with wiki_lock(wiki):
+        reconcile(s)
+    assert stores_agree(s) == []
+    with open_store(s, readonly=True) as st:
+        present = st.paper("tides.pdf") is not None
+    assert present == (point == "remove:chroma-deleted")  # before the commit: undone
+
+
+def test_force_write_and_reruns_never_duplicate_sections(crash_template, tmp_path):
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    first = None
+    for extra in ((), (), ("--force-write",), ("--force-write",)):
+        proc = cli("ingest", str(crash_template["v2"]), "--wiki", str(wiki), "--write",
+                   "--writer", "extractive", "--no-progress", "--date", "2026-01-02", *extra)
+        assert proc.returncode == 0, proc.stderr
+        out = json.loads(proc.stdout)
+        if first is None:
+            first = out
+            assert out["new_sections"]
+        else:
+            assert out["new_sections"] == [], extra
+    assert sorted(wiki_sections(wiki)) == sorted(crash_template["reference"])
+
+
+# ------------------------------------------------- 2. one awkward section never half-writes
+
+def _one_font_lines(seed: int, n: int = 150) -> list[str]:
+    import random
+
+    rng = random.Random(seed)
+    words = ("signal", "model", "layer", "record", "estimate", "sample", "window", "graph")
+    return [" ".join(rng.choice(words) for _ in range(14)) + "." for _ in range(n)]
+
+
+@pytest.mark.parametrize("case", ["marker-title", "long-guessed-title", "marker-heading"])
+def test_awkward_titles_are_sanitised_and_dry_run_matches_the_write(case, tmp_path):
+    from pdfgen import Paper, Section, make_lines_pdf
+
+    pdf = tmp_path / f"{case}.pdf"
+    if case == "marker-title":
+        make_lines_pdf(pdf, _one_font_lines(1), info_title='Robust <!-- section {"id": '
+                       '"sec_001"} --> Methods -->')
+    elif case == "long-guessed-title":  # one font, no metadata title: a guessed 200+ char title
+        make_lines_pdf(pdf, _one_font_lines(2))
+    else:
+        paper = varied_paper(3)
+        paper.sections.insert(1, Section("2", "Attack <!-- section --> and -->", paper.sections[1]
+                                         .paragraphs))
+        assert isinstance(paper, Paper)
+        make_paper_pdf(pdf, paper)
+    wiki = tmp_path / "wiki"
+    base = ("ingest", str(pdf), "--wiki", str(wiki), "--write", "--writer", "extractive",
+            "--no-progress", "--date", "2026-01-02")
+    dry = cli(*base, "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    plan = json.loads(dry.stdout)["plan"]
+    real = cli(*base)
+    assert real.returncode == 0, real.stderr
+    out = json.loads(real.stdout)
+    assert out["write_status"] == "written" and len(out["new_sections"]) == len(plan)
+    got = wiki_sections(wiki)
+    assert sorted(t for _, t, _ in got) == sorted(d["title"] for d in plan)
+    for _, title, _ in got:
+        assert "<!--" not in title and "-->" not in title and len(title) <= 200
+    lint = cli("lint", "--wiki", str(wiki), "--stores", "--format", "json")
+    assert lint.returncode == 0, lint.stdout[-2000:]
+    again = cli(*base)
+    assert json.loads(again.stdout)["write_status"] == "already-written"
+    assert wiki_sections(wiki) == got
+
+
+def test_plan_validation_fails_before_anything_is_written(tmp_path, three_pdfs, embedder):
+    """A decision that cannot be made valid (a page path out of the wiki) stops the whole plan
+    before the first write: no page, no index, no log entry."""
+    from episteme.errors import UsageError
+    from episteme.writer import Decision, WritePlan, validate_plan
+
+    wiki = tmp_path / "w"
+    s = wiki_settings(wiki)
+    ingest_paper(s, three_pdfs["论文.pdf"], name="p.pdf", progress=False, embedder=embedder)
+    ok = Decision("create", "fine-topic.md", "Fine", "A fine section.", "Body text.", ["p.pdf"])
+    bad = Decision("create", "../outside.md", "Bad", "Escapes.", "Body.", ["p.pdf"])
+    with pytest.raises(UsageError, match="nothing was written"):
+        validate_plan(wiki, WritePlan("p.pdf", "extractive", [ok, bad]))
+    assert sorted(p.name for p in wiki.iterdir()) == [".episteme", "raw"]

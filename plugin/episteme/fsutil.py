@@ -141,11 +141,22 @@ def sanitize_filename(name: str, default: str = "paper.pdf") -> str:
     return name[:180]
 
 
+_CRASH_HITS: dict[str, int] = {}
+
+
 def crash_point(name: str) -> None:
-    """Fault injection for the crash tests: when ``EPISTEME_CRASH_AT`` names this point, the
-    process kills itself on the spot (SIGKILL: no cleanup, no ``finally``), as a power cut or
-    ``kill -9`` would.  A no-op otherwise (one dictionary lookup)."""
-    if os.environ.get("EPISTEME_CRASH_AT") == name:
+    """Fault injection for the crash tests: when ``EPISTEME_CRASH_AT`` is ``name`` (or
+    ``name#N``: the N-th time this point is reached), the process kills itself on the spot
+    (SIGKILL: no cleanup, no ``finally``), as a power cut or ``kill -9`` would.  A no-op
+    otherwise (one dictionary lookup)."""
+    want = os.environ.get("EPISTEME_CRASH_AT")
+    if not want or not want.startswith(name):
+        return
+    point, _, nth = want.partition("#")
+    if point != name:
+        return
+    _CRASH_HITS[name] = _CRASH_HITS.get(name, 0) + 1
+    if _CRASH_HITS[name] == int(nth or 1):
         import signal
 
         kill = getattr(signal, "SIGKILL", None)

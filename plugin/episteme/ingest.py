@@ -605,7 +605,8 @@ def _replay(settings, store, j: dict, *, committed: bool | None = None) -> dict:
             tmp = Path(j["tmp"])
             if not target.exists() and tmp.exists():
                 os.replace(tmp, target)
-            _set_paper_vectors(settings, paper_id, _load_staged(staged_new), j.get("model"))
+            if staged_new is not None and staged_new.exists():
+                _set_paper_vectors(settings, paper_id, _load_staged(staged_new), j.get("model"))
         else:
             _set_paper_vectors(settings, paper_id, None, None)
         with contextlib.suppress(FileNotFoundError):
@@ -683,11 +684,11 @@ def _commit(settings, store, vectors, prepared: _Prepared, tmp: Path) -> None:
                 f"ingest of {paper_id} failed and was undone: {type(exc).__name__}: {exc}"
             ) from exc
         raise
-    for f in (backup, old_file, new_file):
+    _clear_journal(settings)
+    crash_point("ingest:journal-cleared")
+    for f in (backup, old_file, new_file):  # left over by a crash: removed by the next run
         with contextlib.suppress(FileNotFoundError):
             f.unlink()
-    crash_point("ingest:cleaned")
-    _clear_journal(settings)
 
 
 # ------------------------------------------------------------------------------------ remove
@@ -756,10 +757,10 @@ def remove_paper(settings, paper: str, *, embedder_name: str | None = None) -> d
             _replay(settings, store, journal, committed=False)
             _clear_journal(settings)
             raise
+        _clear_journal(settings)
         for f in (backup, old_file):
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
-        _clear_journal(settings)
     return {
         "status": "removed",
         "paper": paper_id,
