@@ -321,3 +321,43 @@ def test_plan_validation_fails_before_anything_is_written(tmp_path, three_pdfs, 
     with pytest.raises(UsageError, match="nothing was written"):
         validate_plan(wiki, WritePlan("p.pdf", "extractive", [ok, bad]))
     assert sorted(p.name for p in wiki.iterdir()) == [".episteme", "raw"]
+
+
+# -------------------------------------------- 7. rebuild recovers from any derived-store state
+
+def _damage(s, how: str) -> None:
+    import shutil
+
+    if how == "chroma-truncated":
+        db = s.chroma_path / "chroma.sqlite3"
+        with open(db, "r+b") as f:
+            f.truncate(db.stat().st_size // 3)
+    elif how == "chroma-is-a-file":
+        shutil.rmtree(s.chroma_path)
+        s.chroma_path.write_bytes(b"not a folder")
+    elif how == "both-garbage":
+        for extra in ("-wal", "-shm"):
+            Path(str(s.sqlite_path) + extra).unlink(missing_ok=True)
+        s.sqlite_path.write_bytes(b"garbage, not SQLite" * 300)
+        (s.chroma_path / "chroma.sqlite3").write_bytes(os.urandom(20000))
+
+
+@pytest.mark.parametrize("how", ["chroma-truncated", "chroma-is-a-file", "both-garbage"])
+def test_rebuild_recovers_from_a_damaged_store_and_errors_name_it(how, crash_template, tmp_path):
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    s = wiki_settings(wiki)
+    _damage(s, how)
+    proc = cli("ingest", str(crash_template["v2"]), "--wiki", str(wiki), "--no-progress")
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr
+    assert "episteme rebuild" in json.loads(proc.stdout)["error"]
+    proc = cli("rebuild", "--wiki", str(wiki), "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = json.loads(proc.stdout)
+    assert sorted(p["paper"] for p in out["papers"]) == ["other.pdf", "tides.pdf"]
+    assert stores_agree(s) == []
+    chat = cli("chat", "What is the kernel budget?", "--wiki", str(wiki))
+    assert chat.returncode == 0, chat.stderr[-2000:]
+    assert json.loads(chat.stdout)["sources"]

@@ -842,6 +842,10 @@ def _fresh_vectors(settings, embedder) -> tuple[object, bool, str | None]:
         if settings.chroma_host or not settings.chroma_path.exists():
             raise EpistemeError(f"cannot reset the Chroma passage collection: {e}") from e
         forget_clients()
+        with contextlib.suppress(Exception):  # chromadb caches the half-opened system per path
+            from chromadb.api.client import SharedSystemClient
+
+            SharedSystemClient.clear_system_cache()
         aside = settings.chroma_path.with_name(
             f"{settings.chroma_path.name}.broken-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
         os.replace(settings.chroma_path, aside)
