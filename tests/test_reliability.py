@@ -361,3 +361,61 @@ def test_rebuild_recovers_from_a_damaged_store_and_errors_name_it(how, crash_tem
     chat = cli("chat", "What is the kernel budget?", "--wiki", str(wiki))
     assert chat.returncode == 0, chat.stderr[-2000:]
     assert json.loads(chat.stdout)["sources"]
+
+
+# ---------------------------------------------------- 10. regular files only; stdin streamed
+
+def test_special_files_are_refused_and_stdin_is_streamed_with_the_limit(tmp_path, three_pdfs):
+    fifo = tmp_path / "pipe.pdf"
+    os.mkfifo(fifo)
+    wiki = tmp_path / "w"
+    for special in ("/dev/zero", str(fifo)):
+        proc = cli("ingest", special, "--wiki", str(wiki), "--no-progress", timeout=60)
+        assert proc.returncode == 2, proc.stderr
+        assert "not a regular file" in json.loads(proc.stdout)["error"]
+    big = subprocess.run([sys.executable, "-m", "episteme.cli", "ingest", "-", "--wiki", str(wiki),
+                          "--no-progress"], input=b"\0" * 3_000_000, capture_output=True,
+                         env=_env(EPISTEME_MAX_PDF_BYTES="1000000"), timeout=60)
+    assert big.returncode == 1 and b"over the limit" in big.stderr
+    ok = subprocess.run([sys.executable, "-m", "episteme.cli", "ingest", "-", "--name", "piped.pdf",
+                         "--wiki", str(wiki), "--no-progress"],
+                        input=three_pdfs["论文.pdf"].read_bytes(), capture_output=True,
+                        env=_env(), timeout=300)
+    assert ok.returncode == 0, ok.stderr
+    assert json.loads(ok.stdout)["paper"] == "piped.pdf"
+    assert stores_agree(wiki_settings(wiki)) == []
+
+
+# ---------------------------------------------------------------- 11. a read-only wiki
+
+def test_read_only_wiki_read_commands_work_write_commands_say_one_line(crash_template, tmp_path):
+    """A real read-only bind mount of a written wiki (the suite runs as root, where file modes
+    do not stop writes)."""
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    mounted = subprocess.run(["mount", "--bind", str(wiki), str(ro)], capture_output=True)
+    if mounted.returncode != 0:  # not root: plain file modes make it read-only
+        ro.rmdir()
+        ro = wiki
+        subprocess.run(["chmod", "-R", "a-w", str(wiki)], check=True)
+    else:
+        subprocess.run(["mount", "-o", "remount,ro,bind", str(ro)], check=True)
+    try:
+        for args in (("graph", "--mode", "stats"), ("lint",)):
+            proc = cli(*args, "--wiki", str(ro))
+            assert proc.returncode == 0, proc.stderr
+        for args in (("ingest", str(crash_template["v2"]), "--no-progress"), ("rebuild",),
+                     ("remove", "tides.pdf")):
+            proc = cli(*args, "--wiki", str(ro))
+            assert proc.returncode == 1, (args, proc.stderr)
+            assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+            assert "needs write access" in json.loads(proc.stdout)["error"]
+    finally:
+        if ro != wiki:
+            subprocess.run(["umount", str(ro)], check=False)
+        else:
+            subprocess.run(["chmod", "-R", "u+w", str(wiki)], check=False)

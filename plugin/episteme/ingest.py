@@ -138,21 +138,58 @@ def _now() -> str:
     return dt.datetime.now(dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
-def _read_pdf(pdf_path: str | os.PathLike, max_bytes: int) -> bytes:
-    from .pdfsplit import PdfError, check_pdf_bytes
+def _too_large(size: int, max_bytes: int):
+    from .pdfsplit import PdfError
 
+    return PdfError("too_large", f"the file is {size} bytes, over the limit of {max_bytes} "
+                    "bytes (EPISTEME_MAX_PDF_BYTES)")
+
+
+def _read_limited(f, max_bytes: int) -> bytes:
+    """Read a stream in chunks, stopping as soon as it passes ``max_bytes``."""
+    chunks, size = [], 0
+    while True:
+        chunk = f.read(1 << 20)
+        if not chunk:
+            return b"".join(chunks)
+        size += len(chunk)
+        if max_bytes and size > max_bytes:
+            raise _too_large(size, max_bytes)
+        chunks.append(chunk)
+
+
+def _read_pdf(pdf_path: str | os.PathLike, max_bytes: int) -> bytes:
+    """The PDF's bytes: ``-`` streams standard input (the limit applies while reading); any
+    other path must be a regular file (a device such as ``/dev/zero``, a FIFO or a socket is
+    refused before a byte is read: reading one never ends or never returns)."""
+    import stat
+
+    from .pdfsplit import check_pdf_bytes
+
+    if str(pdf_path) == "-":
+        data = _read_limited(sys.stdin.buffer, max_bytes)
+        check_pdf_bytes(data, max_bytes)
+        return data
     path = Path(pdf_path)
-    if not path.exists():
-        raise NotFoundError(f"no such file: {pdf_path}")
-    if path.is_dir():
-        raise UsageError(f"{pdf_path} is a folder, not a PDF")
-    size = path.stat().st_size
-    if max_bytes and size > max_bytes:
-        # refuse before reading a huge file into memory
-        raise PdfError("too_large", f"the file is {size} bytes, over the limit of {max_bytes} "
-                       "bytes (EPISTEME_MAX_PDF_BYTES)")
     try:
-        data = path.read_bytes()
+        st = os.stat(path)
+    except FileNotFoundError:
+        raise NotFoundError(f"no such file: {pdf_path}") from None
+    except OSError as e:
+        raise EpistemeError(f"cannot read {pdf_path}: {e.strerror or e}") from e
+    if stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{pdf_path} is a folder, not a PDF")
+    if not stat.S_ISREG(st.st_mode):
+        raise UsageError(f"{pdf_path} is not a regular file (a device, FIFO or socket); "
+                         "give a PDF file, or `-` to read one from standard input")
+    if max_bytes and st.st_size > max_bytes:
+        raise _too_large(st.st_size, max_bytes)  # refuse before reading a huge file
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):  # swapped since the stat
+                raise UsageError(f"{pdf_path} is not a regular file")
+            data = _read_limited(f, max_bytes)
     except OSError as e:
         raise EpistemeError(f"cannot read {pdf_path}: {e.strerror or e}") from e
     check_pdf_bytes(data, max_bytes)
@@ -329,7 +366,7 @@ def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
     from .vectors import open_vectors
 
     started = time.monotonic()
-    given = base_name(name or Path(pdf_path).name)
+    given = base_name(name or ("stdin.pdf" if str(pdf_path) == "-" else Path(pdf_path).name))
     data = _read_pdf(pdf_path, settings.max_pdf_bytes)
     sha = sha256_bytes(data)
     if pending_journal(settings) is not None or _stale_temps(settings):
