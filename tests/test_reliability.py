@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from episteme.errors import EpistemeError
 from episteme.ingest import ingest_paper, paper_id_for
 from episteme.store import open_store
 from episteme.vectors import open_vectors
@@ -419,3 +420,53 @@ def test_read_only_wiki_read_commands_work_write_commands_say_one_line(crash_tem
             subprocess.run(["umount", str(ro)], check=False)
         else:
             subprocess.run(["chmod", "-R", "u+w", str(wiki)], check=False)
+
+
+# ------------------------------------------------------- 13. modes, escapes, the link sanitizer
+
+def test_rewritten_files_keep_their_mode_and_new_ones_get_the_umask_default(tmp_path):
+    from episteme.fsutil import atomic_write_text
+
+    page = tmp_path / "page.md"
+    page.write_text("old")
+    os.chmod(page, 0o664)
+    atomic_write_text(page, "new")
+    assert page.stat().st_mode & 0o777 == 0o664 and page.read_text() == "new"
+    fresh = tmp_path / "fresh.md"
+    atomic_write_text(fresh, "x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~mask
+
+
+def test_terminal_escapes_in_pdf_text_are_stripped_before_storing(tmp_path, embedder):
+    from episteme.cliutil import sanitize_terminal
+    from pdfgen import make_lines_pdf
+
+    lines = [f"Line {i} of a measured record with \x1b[31mred\x1b[0m text and a bell \x07 here."
+             for i in range(80)]
+    pdf = make_lines_pdf(tmp_path / "esc.pdf", lines)
+    s = wiki_settings(tmp_path / "w")
+    out = ingest_paper(s, pdf, progress=False, embedder=embedder)
+    with open_store(s, readonly=True) as st:
+        text = "".join(x["section_text"] for x in st.sections(out["paper"]))
+    assert "red" in text and "\x1b" not in text and "\x07" not in text
+    assert sanitize_terminal("a\x1b]0;title\x07b\x1b[2Jc\x9bd") == "abcd"
+
+
+def test_huge_text_layer_is_bounded(tmp_path):
+    """72 KB of PDF holding 20 MB of text: refused or split quickly, never minutes."""
+    import time
+
+    from episteme.pdfsplit import split_pdf
+    from pdfgen import make_huge_text_pdf
+
+    pdf = make_huge_text_pdf(tmp_path / "huge.pdf", 20_000_000)
+    assert pdf.stat().st_size < 200_000
+    t = time.process_time()
+    with pytest.raises(EpistemeError):  # its only page is past the content cap: no text
+        split_pdf(pdf)
+    assert time.process_time() - t < 10
+    small = make_huge_text_pdf(tmp_path / "big.pdf", 400_000, pages=4)
+    res = split_pdf(small)
+    assert sum(len(x.text) for x in res.sections) <= 4 * 30_000 + 1000

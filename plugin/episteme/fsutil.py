@@ -29,6 +29,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        _set_mode(fd, tmp, path)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -38,6 +39,34 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+_UMASK: int | None = None
+
+
+def _default_mode() -> int:
+    """What ``open(path, "w")`` would give a new file (0o666 less the umask), read once."""
+    global _UMASK
+    if _UMASK is None:
+        _UMASK = os.umask(0o022)
+        os.umask(_UMASK)
+    return 0o666 & ~_UMASK
+
+
+def _set_mode(fd: int, tmp: str, path: Path) -> None:
+    """Give the temp file the mode of the file it replaces (a new file: the umask default, as
+    ``log.md`` gets), not ``mkstemp``'s private 0600."""
+    import stat
+
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = _default_mode()
+    with contextlib.suppress(OSError, NotImplementedError):
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+        else:  # Windows: only the read-only bit means anything
+            os.chmod(tmp, mode)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -105,6 +105,22 @@ MAX_PAPER_CHARS = 1_500_000
 _PAPER_BUDGET = threading.local()
 
 
+MAX_PAGE_CONTENT_BYTES = 8 * 1024 * 1024  # decoded content stream; its text is not read past it
+
+
+def _content_bytes(page) -> int:
+    """Decoded size of a page's content stream(s) (0 when it cannot be told)."""
+    try:
+        contents = page.get("/Contents")
+        if contents is None:
+            return 0
+        contents = contents.get_object()
+        parts = contents if isinstance(contents, list) else [contents]
+        return sum(len(p.get_object().get_data()) for p in parts)
+    except Exception:
+        return 0
+
+
 class _PageFull(Exception):
     """Raised inside pypdf's visitor to stop extracting a page whose cap is reached."""
 
@@ -166,6 +182,8 @@ def page_lines(page, page_no: int) -> list[Line]:
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     start = room[0]
+    if _content_bytes(page) > MAX_PAGE_CONTENT_BYTES:
+        return lines  # pypdf would parse every operator before the cap could stop it
     with contextlib.suppress(_PageFull):
         page.extract_text(visitor_text=visit)
     _PAPER_BUDGET.left -= start - max(room[0], 0)
