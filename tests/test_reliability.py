@@ -470,3 +470,79 @@ def test_huge_text_layer_is_bounded(tmp_path):
     small = make_huge_text_pdf(tmp_path / "big.pdf", 400_000, pages=4)
     res = split_pdf(small)
     assert sum(len(x.text) for x in res.sections) <= 4 * 30_000 + 1000
+
+
+# -------------------------------------------- 12 + 3. the server: streamed limit, cancel, timeout
+
+@pytest.fixture(scope="module")
+def small_server(tmp_path_factory):
+    from serverlive import LiveServer
+
+    wiki = tmp_path_factory.mktemp("srv") / "wiki"
+    stale = wiki / ".episteme" / "uploads"
+    stale.mkdir(parents=True)
+    (stale / "999999.deadbeef.pdf").write_bytes(b"%PDF- leaked by a killed server")
+    with LiveServer(wiki_settings(wiki, max_pdf_bytes=200_000), write_mode="extractive",
+                    warm=False) as srv:
+        yield srv
+
+
+def test_killed_servers_uploads_are_cleaned_at_start(small_server):
+    assert not list((small_server.settings.data_dir / "uploads").glob("999999.*"))
+
+
+def test_chunked_upload_is_stopped_at_the_limit_while_streaming(small_server):
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", small_server.port, timeout=60)
+    boundary = "b0undary"
+    conn.putrequest("POST", "/ingest")
+    conn.putheader("Content-Type", f"multipart/form-data; boundary={boundary}")
+    conn.putheader("Transfer-Encoding", "chunked")
+    conn.endheaders()
+    head = (f"--{boundary}\r\nContent-Disposition: form-data; name=\"file\"; filename=\"x.pdf\""
+            "\r\nContent-Type: application/pdf\r\n\r\n%PDF-1.4\n").encode()
+    sent = 0
+    try:
+        for chunk in [head] + [b"0" * 65536] * 200:  # 13 MB offered, limit 200 kB
+            conn.send(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+            sent += len(chunk)
+    except OSError:
+        pass  # the server closed the connection: it stopped reading
+    resp = conn.getresponse()
+    body = json.loads(resp.read())
+    assert resp.status == 413 and body["details"]["kind"] == "too_large"
+    uploads = small_server.settings.data_dir / "uploads"
+    assert sum(f.stat().st_size for f in uploads.glob("*")) == 0
+
+
+def test_a_queued_job_can_be_cancelled(small_server, three_pdfs):
+    from serverlive import request, upload
+
+    jobs = small_server.app.state.services.jobs if hasattr(small_server.app.state, "services") \
+        else None
+    release = None
+    if jobs is not None:  # hold the worker so the next job stays queued
+        import threading
+
+        release = threading.Event()
+        jobs.submit("hold", "-", lambda job: release.wait(60))
+    status, body, _ = upload(small_server.url, "论文.pdf", three_pdfs["论文.pdf"].read_bytes(),
+                             "?wait=false")
+    assert status == 202
+    status, cancelled, _ = request("DELETE", f"{small_server.url}/jobs/{body['job']}")
+    assert status == 202
+    if release is not None:
+        release.set()
+    import time
+
+    for _ in range(600):
+        _, final, _ = request("GET", f"{small_server.url}/jobs/{body['job']}")
+        if final["status"] in ("cancelled", "done", "failed"):
+            break
+        time.sleep(0.1)
+    assert final["status"] in ("cancelled", "done")  # done: it ran before the cancel arrived
+    if release is not None:
+        assert final["status"] == "cancelled"
+        assert not (small_server.settings.raw_dir).exists() or not list(
+            small_server.settings.raw_dir.iterdir())
