@@ -22,6 +22,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retrieve": ("retrieve", "find the wiki sections relevant to a question (= retrieve.py)"),
     "trace": ("trace", "trace an answer's claims to source passages (= trace.py)"),
     "chat": ("chat", "retrieve, answer and trace in one go (= chat.py)"),
+    "show": ("show", "write a page of a paper as PNG with a quote or passage highlighted"),
     "serve": ("serve", "run the HTTP API and web UI"),
 }
 
