@@ -451,3 +451,62 @@ def sample_paper() -> Paper:
             Section("A.1", "Station Metadata", [lorem], 2),
         ],
     )
+
+
+# ----------------------------------------------------------------- hostile and varied inputs
+
+_WORDS = ("signal", "model", "layer", "record", "estimate", "sample", "window", "graph", "error",
+          "measure", "station", "vector", "channel", "source", "filter", "kernel", "bound",
+          "series", "label", "corpus", "index", "query", "token", "budget", "margin", "drift")
+
+
+def varied_paper(seed: int, title: str | None = None) -> Paper:
+    """A small paper whose words depend on ``seed``: distinct seeds give distinct bytes and
+    distinct text (for tests that ingest several different papers)."""
+    import random
+
+    rng = random.Random(seed)
+
+    def sentence() -> str:
+        words = [rng.choice(_WORDS) for _ in range(rng.randint(9, 16))]
+        return " ".join(words).capitalize() + f" in trial {rng.randint(2, 999)}. "
+
+    def para(n: int) -> str:
+        return "".join(sentence() for _ in range(n))
+
+    return Paper(
+        title=title or f"On the {rng.choice(_WORDS).title()} of {rng.choice(_WORDS).title()} Data",
+        authors=[f"Ana {rng.choice(_WORDS).title()}"],
+        affiliations=["Department of Measurement"],
+        abstract=para(3),
+        sections=[Section("1", "Introduction", [para(6)]),
+                  Section("2", f"The {rng.choice(_WORDS).title()} Method", [para(8)]),
+                  Section("3", "Conclusion", [para(5)])],
+    )
+
+
+def make_lines_pdf(path: str | Path, lines: list[str], *, info_title: str | None = None,
+                   size: float = 10.0, per_page: int = 60) -> Path:
+    """Pages of plain lines in ONE font and size (no heading can stand out), each line exactly
+    as given -- control characters, ``<!-- section`` markers and all."""
+    pages = []
+    for start in range(0, max(len(lines), 1), per_page):
+        ops = [b"BT /F1 %g Tf" % size]
+        y = PAGE_H - 72
+        for line in lines[start:start + per_page]:
+            ops.append(b"1 0 0 1 72 %g Tm %s Tj" % (y, pdf_string(line)))
+            y -= size * 1.2
+        ops.append(b"ET")
+        pages.append(b"\n".join(ops))
+    Path(path).write_bytes(write_pdf(pages, info_title=info_title))
+    return Path(path)
+
+
+def make_huge_text_pdf(path: str | Path, chars: int, *, pages: int = 1) -> Path:
+    """A tiny file with a huge text layer: each page repeats one short word-run until it holds
+    ``chars // pages`` characters, all drawn at one spot (compresses to almost nothing)."""
+    run = b"(" + b"lorem ipsum dolor sit amet " * 40 + b") Tj\n"
+    per = max(1, chars // pages // (len(run) - 7))
+    streams = [b"BT /F1 10 Tf 72 700 Td\n" + run * per + b"ET" for _ in range(pages)]
+    Path(path).write_bytes(write_pdf(streams))
+    return Path(path)

@@ -93,18 +93,21 @@ def test_bad_input_into_a_fresh_wiki_creates_no_stores(tmp_path, papers_dir, emb
 
 @pytest.mark.parametrize(
     ("given", "stored"),
-    [("../../etc/evil name.pdf", "evil_name.pdf"),
-     ("Résumé de l’article (v2).pdf", "R_sum_de_l_article_v2_.pdf"),
-     ("..", "paper.pdf"),
-     ("no-extension", "no-extension.pdf")],
+    [("../../etc/evil name.pdf", r"evil_name-[0-9a-f]{10}\.pdf"),
+     ("Résumé de l’article (v2).pdf", r"Resume_de_l_article_v2-[0-9a-f]{10}\.pdf"),
+     ("..", r"paper-[0-9a-f]{10}\.pdf"),
+     ("no-extension", r"no-extension-[0-9a-f]{10}\.pdf"),
+     ("safe_name-v2.pdf", r"safe_name-v2\.pdf")],
 )
 def test_unsafe_names_are_sanitised_inside_raw(given, stored, tmp_path, papers_dir, embedder):
+    import re
+
     s = wiki_settings(tmp_path / "w")
     one = subset_pdf(papers_dir / GAN, tmp_path / "src.pdf", range(0, 1))
     out = ingest_paper(s, one, progress=False, embedder=embedder, name=given)
-    assert out["paper"] == stored
-    assert [p.name for p in s.raw_dir.iterdir()] == [stored]
-    assert all(sec["section_id"].startswith(f"{stored}#") for sec in out["sections"])
+    assert re.fullmatch(stored, out["paper"]), out["paper"]
+    assert [p.name for p in s.raw_dir.iterdir()] == [out["paper"]]
+    assert all(sec["section_id"].startswith(f"{out['paper']}#") for sec in out["sections"])
     assert sorted(p.name for p in (tmp_path).iterdir()) == ["src.pdf", "w"]  # nothing escaped
 
 
@@ -122,8 +125,9 @@ def test_cli_script_ingests_a_file_with_spaces_and_unicode(tmp_path, papers_dir)
                 "--no-progress")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
-    assert out["status"] == "ingested" and out["paper"] == "my_attention_paper.pdf"
-    assert out["sections"] and (wiki / "raw" / "my_attention_paper.pdf").is_file()
+    stored = out["paper"]
+    assert out["status"] == "ingested" and stored.startswith("my_attention_")
+    assert out["sections"] and (wiki / "raw" / stored).is_file()
     again = _cli("-m", "episteme.cli", "ingest", str(src), "--wiki", str(wiki), "--no-progress")
     assert json.loads(again.stdout)["status"] == "unchanged"
     bad = tmp_path / "bad.pdf"
@@ -132,7 +136,7 @@ def test_cli_script_ingests_a_file_with_spaces_and_unicode(tmp_path, papers_dir)
     assert proc.returncode == 1
     assert "not a PDF" in json.loads(proc.stdout)["error"]
     assert proc.stderr.strip().startswith("error: not a PDF")
-    gone = _cli("-m", "episteme.cli", "remove", "my_attention_paper.pdf", "--wiki", str(wiki))
+    gone = _cli("-m", "episteme.cli", "remove", stored, "--wiki", str(wiki))
     assert gone.returncode == 0 and json.loads(gone.stdout)["status"] == "removed"
     missing = _cli("-m", "episteme.cli", "ingest", str(tmp_path / "nope.pdf"), "--wiki", str(wiki))
     assert missing.returncode == 1 and "no such file" in json.loads(missing.stdout)["error"]

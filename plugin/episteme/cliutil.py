@@ -113,7 +113,7 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
         rc = body()
         return 0 if rc is None else rc
     except EpistemeError as e:
-        print(f"error: {e.message}", file=sys.stderr)
+        print(f"error: {sanitize_terminal(e.message)}", file=sys.stderr)
         try:
             want_json = json_errors()
         except Exception:
@@ -121,8 +121,51 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
         if want_json:
             print_json({"error": e.message, **({"details": e.details} if e.details else {})})
         return e.exit_code
+    except PermissionError as e:  # a read-only wiki (or store): one line, not a traceback
+        return _report(f"cannot write {e.filename or 'a file'}: permission denied (this command "
+                       "needs write access to the wiki; read-only commands work without it)",
+                       json_errors)
+    except OSError as e:
+        import errno
+
+        if e.errno != errno.EROFS:
+            raise
+        return _report(f"cannot write {e.filename or 'a file'}: read-only file system (this "
+                       "command needs write access to the wiki; read-only commands work without "
+                       "it)", json_errors)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0
+
+
+def _report(message: str, json_errors: Callable[[], bool], code: int = 1) -> int:
+    """One stderr line (+ ``{"error"}`` on stdout when JSON is wanted); returns ``code``."""
+    message = sanitize_terminal(message)
+    print(f"error: {message}", file=sys.stderr)
+    try:
+        want_json = json_errors()
+    except Exception:
+        want_json = False
+    if want_json:
+        print_json({"error": message})
+    return code
+
+
+_TERMINAL_BAD = None
+
+
+def sanitize_terminal(text: str) -> str:
+    """``text`` without terminal control sequences: ESC (and the CSI/OSC sequence it starts),
+    BEL and the other C0/C1 controls except tab and newline.  Why: PDF text is untrusted and
+    must never move the cursor, retitle the window or ring the bell of whoever prints it."""
+    global _TERMINAL_BAD
+    if _TERMINAL_BAD is None:
+        import re
+
+        _TERMINAL_BAD = re.compile(
+            r"\x1b\[[0-?]*[ -/]*[@-~]"          # CSI ... final byte
+            r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?"  # OSC ... BEL / ST
+            r"|[\x00-\x08\x0b-\x1f\x7f-\x9f]")  # any other control (ESC, BEL, C1...)
+    return _TERMINAL_BAD.sub("", text)

@@ -29,6 +29,7 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        _set_mode(fd, tmp, path)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
             f.flush()
@@ -38,6 +39,34 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+_UMASK: int | None = None
+
+
+def _default_mode() -> int:
+    """What ``open(path, "w")`` would give a new file (0o666 less the umask), read once."""
+    global _UMASK
+    if _UMASK is None:
+        _UMASK = os.umask(0o022)
+        os.umask(_UMASK)
+    return 0o666 & ~_UMASK
+
+
+def _set_mode(fd: int, tmp: str, path: Path) -> None:
+    """Give the temp file the mode of the file it replaces (a new file: the umask default, as
+    ``log.md`` gets), not ``mkstemp``'s private 0600."""
+    import stat
+
+    try:
+        mode = stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mode = _default_mode()
+    with contextlib.suppress(OSError, NotImplementedError):
+        if hasattr(os, "fchmod"):
+            os.fchmod(fd, mode)
+        else:  # Windows: only the read-only bit means anything
+            os.chmod(tmp, mode)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:
@@ -139,3 +168,27 @@ def sanitize_filename(name: str, default: str = "paper.pdf") -> str:
     if not name:
         return default
     return name[:180]
+
+
+_CRASH_HITS: dict[str, int] = {}
+
+
+def crash_point(name: str) -> None:
+    """Fault injection for the crash tests: when ``EPISTEME_CRASH_AT`` is ``name`` (or
+    ``name#N``: the N-th time this point is reached), the process kills itself on the spot
+    (SIGKILL: no cleanup, no ``finally``), as a power cut or ``kill -9`` would.  A no-op
+    otherwise (one dictionary lookup)."""
+    want = os.environ.get("EPISTEME_CRASH_AT")
+    if not want or not want.startswith(name):
+        return
+    point, _, nth = want.partition("#")
+    if point != name:
+        return
+    _CRASH_HITS[name] = _CRASH_HITS.get(name, 0) + 1
+    if _CRASH_HITS[name] == int(nth or 1):
+        import signal
+
+        kill = getattr(signal, "SIGKILL", None)
+        if kill is not None:
+            os.kill(os.getpid(), kill)
+        os._exit(137)

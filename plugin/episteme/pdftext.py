@@ -12,9 +12,11 @@ broken word should be re-joined depends on the vocabulary of the whole document.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import re
+import threading
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -159,11 +161,54 @@ def _mat_mul(a: list[float], b: list[float]) -> list[float]:
     ]
 
 
+#: Text kept per page and per paper.  Why: a 72 KB PDF can carry a 20 MB text layer; what
+#: follows extraction must see a bounded input.  A dense real page holds ~8k characters and a
+#: long paper ~500k, so neither cap touches real papers.  (The splitter after this point is
+#: still super-linear in the length of one line; the page cap bounds that too.)
+MAX_PAGE_CHARS = 30_000
+MAX_PAPER_CHARS = 1_500_000
+_PAPER_BUDGET = threading.local()
+
+
+MAX_PAGE_CONTENT_BYTES = 8 * 1024 * 1024  # decoded content stream; its text is not read past it
+
+
+def _content_bytes(page) -> int:
+    """Decoded size of a page's content stream(s) (0 when it cannot be told)."""
+    try:
+        contents = page.get("/Contents")
+        if contents is None:
+            return 0
+        contents = contents.get_object()
+        parts = contents if isinstance(contents, list) else [contents]
+        return sum(len(p.get_object().get_data()) for p in parts)
+    except Exception:
+        return 0
+
+
+class _PageFull(Exception):
+    """Raised inside pypdf's visitor to stop extracting a page whose cap is reached."""
+
+
+def _strip_controls(text: str) -> str:
+    """PDF text without terminal escapes and other C0/C1 controls (tab and newline kept, and
+    the ligature codes the fonts map are already decoded by now): paper text is data that is
+    stored, printed and shown, and must not carry ESC/BEL sequences to a terminal."""
+    return _CONTROLS.sub("", text)
+
+
+_CONTROLS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
 def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Line]:
-    """Collect one page's text runs through pypdf's visitor and group them into lines.
+    """Collect one page's text runs through pypdf's visitor and group them into lines (at most
+    :data:`MAX_PAGE_CHARS` per page and :data:`MAX_PAPER_CHARS` per paper, counted from page 1).
     Rotated text (the arXiv stamp, margin notes) is left out; ``rotated`` collects it."""
     lines: list[Line] = []
     cur: list[Run] = []
+    if page_no <= 1 or not hasattr(_PAPER_BUDGET, "left"):
+        _PAPER_BUDGET.left = MAX_PAPER_CHARS
+    room = [min(MAX_PAGE_CHARS, _PAPER_BUDGET.left)]
 
     def flush() -> None:
         nonlocal cur
@@ -176,6 +221,10 @@ def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Lin
     def visit(text, cm, tm, font_dict, font_size) -> None:
         if not text:
             return
+        if room[0] <= 0:
+            raise _PageFull
+        text = _strip_controls(text)[: room[0]]
+        room[0] -= len(text)
         m = _mat_mul(list(tm), list(cm))
         scale_y = math.hypot(m[2], m[3])
         size = (font_size or 0.0) * (scale_y or 1.0)
@@ -201,7 +250,12 @@ def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Lin
                 cur.append(Run(part, font, size, x, y, bold, italic))
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
-    page.extract_text(visitor_text=visit)
+    start = room[0]
+    if _content_bytes(page) > MAX_PAGE_CONTENT_BYTES:
+        return lines  # pypdf would parse every operator before the cap could stop it
+    with contextlib.suppress(_PageFull):
+        page.extract_text(visitor_text=visit)
+    _PAPER_BUDGET.left -= start - max(room[0], 0)
     flush()
     return lines
 

@@ -14,7 +14,7 @@ Why it looks like this:
   *process*, not per thread, so the in-process serialization is what keeps two threads apart.
 - **Safe by default.**  Loopback only unless a bearer token is configured; upload bytes are
   checked as a PDF (header/``%%EOF``) and against size and page limits before anything is
-  stored; uploaded names go through ``sanitize_filename``; page paths through ``safe_join``;
+  stored; uploaded names go through ``ingest.paper_id_for``; page paths through ``safe_join``;
   every error is ``{"error": message}`` with a meaningful status, never a stack trace.
 """
 
@@ -24,6 +24,7 @@ import contextlib
 import hmac
 import ipaddress
 import itertools
+import os
 import sys
 import threading
 import time
@@ -111,6 +112,8 @@ def status_for(err: BaseException) -> int:
         LLMError = ()  # type: ignore[assignment]
     if LLMError and isinstance(err, LLMError):
         return 503 if getattr(err, "status", None) in (None, 429, 529) else 502
+    if isinstance(err, JobStopped):
+        return 409 if err.kind == "cancelled" else 504
     if isinstance(err, NotFoundError):
         return 404
     if isinstance(err, UsageError):
@@ -156,6 +159,8 @@ class Job:
     started: float | None = None
     finished: float | None = None
     future: Future | None = None
+    timeout_s: float | None = None
+    cancel_requested: bool = False
 
     #: cumulative passage counts per section, in embedding order (set once the paper is split)
     _cum: list[int] = field(default_factory=list)
@@ -167,6 +172,16 @@ class Job:
         elif unit == "passages" and self._cum:
             # a section is done once all of its passages are embedded
             self.sections_done = bisect.bisect_right(self._cum, int(done))
+
+    def check(self) -> None:
+        """Called by the pipeline between its slow steps: stops the job when it was cancelled
+        (``DELETE /jobs/{id}``) or has run past its timeout (``EPISTEME_JOB_TIMEOUT``).  Nothing
+        is committed before the last check, so a stopped ingest leaves the stores as they were."""
+        if self.cancel_requested:
+            raise JobStopped("cancelled", f"job {self.id} was cancelled")
+        if self.timeout_s and self.started and time.time() - self.started > self.timeout_s:
+            raise JobStopped("timeout", f"job {self.id} ran past its timeout of "
+                             f"{self.timeout_s:.0f} s (EPISTEME_JOB_TIMEOUT)")
 
     def split_done(self, passages_per_section: list[int]) -> None:
         self._cum = list(itertools.accumulate(passages_per_section))
@@ -203,6 +218,14 @@ class Job:
         return out
 
 
+class JobStopped(EpistemeError):
+    """A job stopped by a cancel or its timeout."""
+
+    def __init__(self, kind: str, message: str):
+        super().__init__(message)
+        self.kind = kind
+
+
 def _iso(t: float | None) -> str | None:
     if t is None:
         return None
@@ -214,30 +237,44 @@ def _iso(t: float | None) -> str | None:
 class JobQueue:
     """Jobs run one at a time on a single worker thread: the per-wiki writer queue."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout_s: float | None = None) -> None:
+        self.timeout_s = timeout_s
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="episteme-writer")
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
         self.write_lock = threading.Lock()
 
     def submit(self, kind: str, paper: str, fn) -> Job:
-        job = Job(id=uuid.uuid4().hex[:16], kind=kind, paper=paper)
+        job = Job(id=uuid.uuid4().hex[:16], kind=kind, paper=paper, timeout_s=self.timeout_s)
         with self._lock:
             self._jobs[job.id] = job
             self._trim()
         job.future = self._pool.submit(self._run, job, fn)
         return job
 
+    def cancel(self, job_id: str) -> Job:
+        """Cancel a queued job at once, or ask a running one to stop at its next check."""
+        job = self.get(job_id)
+        if job.status in ("queued", "running"):
+            job.cancel_requested = True
+            if job.status == "queued" and job.future is not None and job.future.cancel():
+                job.status, job.finished = "cancelled", time.time()
+                job.error = {"error": f"job {job.id} was cancelled before it started"}
+                job.http_status = 409
+        return job
+
     def _run(self, job: Job, fn) -> Job:
         job.status, job.started = "running", time.time()
         job.progress("starting")
         try:
+            job.check()
             with self.write_lock:
                 job.result = fn(job)
             job.status = "done"
             job.progress("done", job.total, job.total, job.unit)
         except BaseException as e:  # the job records every failure; the thread lives on
-            job.status = "failed"
+            job.status = "cancelled" if isinstance(e, JobStopped) and e.kind == "cancelled" \
+                else "failed"
             job.http_status = status_for(e)
             job.error = error_body(e)
             if not isinstance(e, EpistemeError):
@@ -259,7 +296,7 @@ class JobQueue:
             return list(self._jobs.values())
 
     def counts(self) -> dict[str, int]:
-        out = {"queued": 0, "running": 0, "done": 0, "failed": 0}
+        out = {"queued": 0, "running": 0, "done": 0, "failed": 0, "cancelled": 0}
         for j in self.list():
             out[j.status] = out.get(j.status, 0) + 1
         return out
@@ -267,7 +304,7 @@ class JobQueue:
     def _trim(self) -> None:
         while len(self._jobs) > MAX_JOBS_KEPT:
             for jid, j in self._jobs.items():
-                if j.status in ("done", "failed"):
+                if j.status in ("done", "failed", "cancelled"):
                     del self._jobs[jid]
                     break
             else:
@@ -301,6 +338,7 @@ class _ProgressEmbedder:
             return out
         parts = []
         for start in range(0, len(texts), self.SLICE):
+            self._job.check()
             parts.append(self._inner.encode(texts[start:start + self.SLICE],
                                             batch_size=batch_size, progress=False))
             self._job.progress("embedding", min(start + self.SLICE, len(texts)), len(texts),
@@ -318,7 +356,10 @@ class Services:
         self.settings = settings
         self.token = token or None
         self.write_mode = write_mode
-        self.jobs = JobQueue()
+        import os
+
+        timeout = float(os.environ.get("EPISTEME_JOB_TIMEOUT") or 900)
+        self.jobs = JobQueue(timeout_s=timeout if timeout > 0 else None)
         self._engine = None
         self._engine_lock = threading.Lock()
         self.started = time.time()
@@ -367,7 +408,7 @@ class Services:
             embedder = _ProgressEmbedder(self.embedder(), job)
             job.progress("splitting")
             result = ingest_paper(self.settings, upload, force=force, progress=False, name=name,
-                                  embedder=embedder, on_split=job.split_done)
+                                  embedder=embedder, on_split=job.split_done, check=job.check)
         finally:
             with contextlib.suppress(FileNotFoundError):
                 upload.unlink()
@@ -703,8 +744,10 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         ``wait=false``, 202 and a job to poll at ``/jobs/{id}``.  413: over the size or page
         limit; 422: not a readable PDF."""
         upload, name = await _receive_upload(services.settings, file)
+        from .ingest import paper_id_for
+
         job = services.jobs.submit(
-            "ingest", name,
+            "ingest", paper_id_for(name),
             lambda job: services.run_ingest(job, upload, name, force=force, write=write,
                                            force_write=force_write),
         )
@@ -721,6 +764,12 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     @app.get("/jobs", summary="Recent jobs")
     def jobs() -> dict:
         return {"jobs": [j.to_json() for j in services.jobs.list()]}
+
+    @app.delete("/jobs/{job_id}", summary="Cancel a job", status_code=202)
+    def cancel_job(job_id: str) -> dict:
+        """A queued job is cancelled at once; a running one stops at its next step boundary
+        (before anything is committed), or finishes if it is already writing."""
+        return services.jobs.cancel(job_id).to_json()
 
     @app.get("/jobs/{job_id}", summary="A job's progress and result")
     def job_status(job_id: str) -> dict:
@@ -845,7 +894,65 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
             return PlainTextResponse(render_mermaid(mode, result), media_type="text/plain")
         return result
 
+    app.add_middleware(_UploadLimit, limit=lambda: services.settings.max_pdf_bytes)
     return app
+
+
+class _UploadTooLarge(Exception):
+    pass
+
+
+class _UploadLimit:
+    """Pure ASGI: counts the bytes of a ``POST /ingest`` body *as they arrive* and answers 413
+    once they pass the limit (+ multipart framing).  Why: a chunked upload has no
+    Content-Length for the guard to check, and the multipart parser would otherwise spool the
+    whole body to disk before the endpoint sees a byte of it."""
+
+    def __init__(self, app, limit):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope, receive, send):
+        limit = self.limit() if scope.get("type") == "http" else 0
+        if not limit or scope.get("method") != "POST" or scope.get("path") != "/ingest":
+            return await self.app(scope, receive, send)
+        seen = 0
+        over = False
+        started = False
+
+        async def counted():
+            nonlocal seen, over
+            message = await receive()
+            if message.get("type") == "http.request":
+                seen += len(message.get("body") or b"")
+                if seen > limit + MULTIPART_SLACK:
+                    over = True
+                    raise _UploadTooLarge()
+            return message
+
+        async def guarded_send(message):
+            nonlocal started
+            if over:
+                return  # the app's own error reply to the aborted body is replaced below
+            if message.get("type") == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, counted, guarded_send)
+        except Exception:
+            if not over:
+                raise
+        if over and not started:
+            import json
+
+            body = json.dumps({"error": f"the upload is over the limit of {limit} bytes",
+                               "details": {"kind": "too_large"}}).encode()
+            await send({"type": "http.response.start", "status": 413,
+                        "headers": [(b"content-type", b"application/json"),
+                                    (b"content-length", str(len(body)).encode()),
+                                    (b"connection", b"close")]})
+            await send({"type": "http.response.body", "body": body})
 
 
 def _drop_stale_uploads(settings, max_age_s: float = 3600.0) -> None:
@@ -853,24 +960,28 @@ def _drop_stale_uploads(settings, max_age_s: float = 3600.0) -> None:
     folder = settings.data_dir / "uploads"
     if not folder.is_dir():
         return
+    from .ingest import _pid_alive
+
     now = time.time()
     for f in folder.glob("*.pdf"):
+        pid = f.name.split(".", 1)[0]
+        dead = pid.isdigit() and not _pid_alive(int(pid))  # a killed server's upload
         with contextlib.suppress(OSError):
-            if now - f.stat().st_mtime > max_age_s:
+            if dead or now - f.stat().st_mtime > max_age_s:
                 f.unlink()
 
 
 async def _receive_upload(settings, file) -> tuple[Path, str]:
     """Stream the upload to a private temp file, enforcing the size limit as bytes arrive, and
     check it is a PDF by its bytes and within the page limit -- before any job is queued."""
-    from .ingest import paper_id_for
+    from .ingest import base_name
     from .pdfsplit import PdfError, check_pdf_bytes
 
-    name = paper_id_for(file.filename or "paper.pdf")
+    name = base_name(file.filename or "paper.pdf")  # ingest_paper derives the id from it
     limit = settings.max_pdf_bytes
     tmp_dir = settings.data_dir / "uploads"
     tmp_dir.mkdir(parents=True, exist_ok=True)
-    path = tmp_dir / f"{uuid.uuid4().hex}.pdf"
+    path = tmp_dir / f"{os.getpid()}.{uuid.uuid4().hex}.pdf"
     size = 0
     ok = False
     try:

@@ -107,7 +107,10 @@ def make_client(settings):
                 client = chromadb.PersistentClient(path=str(settings.chroma_path), settings=cs)
         except Exception as e:
             where = f"server {host}:{key[2]}" if host else str(settings.chroma_path)
-            raise EpistemeError(f"cannot open Chroma at {where}: {e}") from e
+            fix = ("is the Chroma server running?" if host else
+                   "if the store is damaged, `episteme rebuild` moves it aside and recreates it "
+                   "from raw/")
+            raise EpistemeError(f"cannot open Chroma at {where}: {e} ({fix})") from e
         _CLIENTS[key] = client
         return client
 
@@ -151,7 +154,8 @@ class VectorStore:
                 embedding_function=None,
             )
         except Exception as e:
-            raise EpistemeError(f"cannot open Chroma collection {name!r}: {e}") from e
+            raise EpistemeError(f"cannot open Chroma collection {name!r}: {e} (if the store is "
+                                "damaged, `episteme rebuild` recreates it from raw/)") from e
         meta = col.metadata or {}
         recorded = meta.get("embedding_model")
         if recorded != self.model_name or int(meta.get("dim", self.dim)) != self.dim:

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EpistemeError, NotFoundError, UsageError
+from .fsutil import crash_point
 from .sections import SECTION_ID_RE
 from .wikiwrite import (
     WikiWriter,
@@ -185,6 +186,127 @@ def validate_decision(
     )
 
 
+# --------------------------------------------------------------------- sanitizing, the plan
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_TITLE_MARKER_RE = re.compile(r"<!--\s*(?:section\b)?|-->")
+
+
+def sanitize_title(text: str | None, limit: int | None = None) -> str:
+    """A title any heading can hold: one line, no control characters, no HTML comment markers
+    (``<!-- section`` / ``-->`` are dropped, not refused: a PDF's heading or metadata title is
+    data), no leading/trailing ``#``, at most ``limit`` characters (cut at a word, ``…``)."""
+    from .wikiwrite import MAX_TITLE_CHARS
+
+    limit = limit or MAX_TITLE_CHARS
+    t = _CONTROL_RE.sub(" ", str(text or ""))
+    prev = None
+    while prev != t:  # "<!<!---->--" must not reassemble a marker
+        prev, t = t, _TITLE_MARKER_RE.sub(" ", t)
+    t = " ".join(t.split()).strip("# ").strip()
+    if len(t) > limit:
+        cut = t[: limit - 1].rsplit(" ", 1)[0] if " " in t[: limit - 1] else t[: limit - 1]
+        t = cut.rstrip(" ,;:-") + "…"
+    return t or "Untitled"
+
+
+def _neutralise_markers(text: str) -> str:
+    """Body or description text with every HTML comment opener/closer made inert (rendered the
+    same by Markdown, never read as a section marker by episteme)."""
+    return text.replace("<!--", "&lt;!--").replace("-->", "--&gt;")
+
+
+def sanitize_decision(d: Decision) -> Decision:
+    """The same decision with paper-derived text made writable: titles through
+    :func:`sanitize_title`; description one line, markers neutralised, capped; body without
+    control characters (tabs and newlines kept) or markers, an unclosed code fence closed, and
+    capped.  Why: a hostile or merely odd PDF must not make a write half-fail."""
+    from .wikiwrite import MAX_BODY_CHARS, MAX_DESCRIPTION_CHARS
+
+    desc = " ".join(_neutralise_markers(_CONTROL_RE.sub(" ", d.description or "")).split())
+    if len(desc) > MAX_DESCRIPTION_CHARS:
+        desc = desc[: MAX_DESCRIPTION_CHARS - 1].rsplit(" ", 1)[0] + "…"
+    if re.match(r"^(Page|Sources?):", desc) or desc.startswith("#"):
+        desc = "— " + desc.lstrip("#").lstrip()
+    body = _neutralise_markers(_CONTROL_RE.sub("", (d.body or "").replace("\r\n", "\n")))
+    if body.count("```") % 2:
+        body = body.rstrip("\n") + "\n```"
+    if body.lstrip().split("\n", 1)[0].strip() == "---":
+        body = "\u2014\n" + body.lstrip().split("\n", 1)[-1]
+    if len(body) > MAX_BODY_CHARS - 100:
+        body = body[: MAX_BODY_CHARS - 100].rsplit("\n", 1)[0] + "\n\n…"
+        if body.count("```") % 2:
+            body += "\n```"
+    return Decision(
+        action=d.action, page=d.page, title=sanitize_title(d.title), description=desc or "—",
+        body=body, sources=list(d.sources), section_id=d.section_id, tags=list(d.tags),
+        page_title=sanitize_title(d.page_title) if d.page_title else None,
+        page_type=d.page_type, page_fields=dict(d.page_fields), paper_section=d.paper_section,
+        reason=d.reason,
+    )
+
+
+def _existing_sections(wiki: Path, page: str) -> list:
+    """The sections of ``page`` (``[]`` when it does not exist or cannot be parsed)."""
+    from .sections import parse_page
+
+    try:
+        _, path = resolve_page(wiki, page)
+        return list(parse_page(path.read_text(encoding="utf-8"), strict=False).sections)
+    except (EpistemeError, OSError, UnicodeDecodeError, ValueError):
+        return []
+
+
+def make_idempotent(wiki: str | Path, plan: WritePlan) -> WritePlan:
+    """Turn each ``create`` that would add a second copy of a section -- same page, same title,
+    citing the same paper -- into an ``update`` of the copy already there.  Why: a re-run after
+    a crash, or ``--force-write``, must converge on one copy, never add another."""
+    wiki = Path(wiki)
+    cache: dict[str, list] = {}
+    claimed: set[str] = set()
+    out = []
+    for d in plan.decisions:
+        if d.action == "create":
+            try:
+                rel, _ = resolve_page(wiki, d.page)
+            except EpistemeError:
+                rel = d.page
+            secs = cache.setdefault(rel, _existing_sections(wiki, rel))
+            title = d.title.strip().lower()
+            for sec in secs:
+                if (sec.id not in claimed and sec.title.strip().lower() == title
+                        and set(d.sources) & set(sec.sources)):
+                    d = Decision(**{**d.__dict__, "action": "update", "section_id": sec.id,
+                                    "page": rel, "reason": (d.reason + "; " if d.reason else "")
+                                    + "already written: updated in place"})
+                    break
+        if d.section_id:
+            claimed.add(d.section_id)
+        out.append(d)
+    plan.decisions = out
+    return plan
+
+
+def validate_plan(wiki: str | Path, plan: WritePlan,
+                  known_sources: Collection[str] | Callable[[str], bool] | None = None) -> WritePlan:
+    """Sanitize, de-duplicate and validate EVERY decision before anything is written: the
+    plan returned is exactly what :func:`apply_plan` will write (and what ``--dry-run``
+    prints).  Raises on the first decision that still fails, with the wiki untouched."""
+    known = raw_sources(wiki) if known_sources is None else known_sources
+    plan.decisions = [sanitize_decision(d) for d in plan.decisions]
+    make_idempotent(wiki, plan)
+    checked = []
+    for d in plan.decisions:
+        try:
+            checked.append(validate_decision(wiki, d, known))
+        except EpistemeError as e:
+            what = f"section {d.title!r} on {d.page}"
+            e.args = (f"{what}: {e.message} (nothing was written)", *e.args[1:])
+            raise
+    plan.decisions = checked
+    return plan
+
+
 # ------------------------------------------------------------------------------- applying
 
 
@@ -237,6 +359,7 @@ def apply_plan(
                 )
             if res.page_created and res.page not in report.pages_created:
                 report.pages_created.append(res.page)
+            crash_point("write:section")
         report.pages = list(w.pages)
         report.created = list(w.created)
         report.updated = list(w.updated)
@@ -324,7 +447,7 @@ def load_paper(settings, paper_id: str) -> PaperInfo:
             for s in store.sections(paper_id)
         ]
     title = (row.get("title") or "").strip() or Path(paper_id).stem
-    return PaperInfo(paper_id, " ".join(title.split()), list(row.get("authors") or []), sections,
+    return PaperInfo(paper_id, sanitize_title(title), list(row.get("authors") or []), sections,
                      dict(row.get("meta") or {}))
 
 
@@ -333,6 +456,8 @@ def resolve_paper_id(settings, paper: str) -> str:
     from .ingest import paper_id_for
 
     name = Path(str(paper)).name
+    if name and not name.startswith(".") and (settings.raw_dir / name).is_file():
+        return name  # already a stored id (ids are not a fixed point of paper_id_for)
     pid = paper_id_for(name)
     if not (settings.raw_dir / pid).is_file():
         raise NotFoundError(f"{pid} is not in {settings.raw_dir} (ingest it first)")
@@ -367,6 +492,23 @@ def page_type_of(wiki: str | Path, page: str) -> str | None:
         return None
     value = fm.get("type")
     return str(value) if value else None
+
+
+def _recover_interrupted_write(wiki: str | Path) -> dict | None:
+    """An earlier batch was killed mid-way: rebuild the indexes from the pages first, so the
+    "already written?" check reads what the pages really hold (a stale ``index.json`` would
+    make the re-run write every section a second time).  Returns the interrupted batch's
+    record (``{"op", "subject", ...}``) or ``None``."""
+    from .fsutil import wiki_lock
+    from .wikiwrite import pending_write, rebuild_indexes
+
+    if pending_write(wiki) is None:
+        return None
+    with wiki_lock(wiki):
+        pending = pending_write(wiki)
+        if pending is not None:
+            rebuild_indexes(wiki)
+    return pending
 
 
 def paper_already_written(wiki: str | Path, paper_id: str) -> bool:
@@ -423,6 +565,9 @@ def write_paper(
     """
     mode = choose_writer(writer, settings, env)
     wiki = settings.wiki
+    interrupted = _recover_interrupted_write(wiki)
+    if interrupted and interrupted.get("op") == "ingest" and interrupted.get("subject") == paper_id:
+        force = True  # finish the killed batch: sections already there are updated, not re-added
     if not force and not dry_run and paper_already_written(wiki, paper_id):
         return {
             "writer": mode, "wiki_pages_updated": [], "new_sections": [], "updated_sections": [],
@@ -438,6 +583,8 @@ def write_paper(
         from .writer_extractive import plan_extractive
 
         plan = plan_extractive(settings, paper_id, embedder=embedder, today=today)
+    validate_plan(wiki, plan)  # the whole plan, before the first byte is written
+    crash_point("write:planned")
     out: dict[str, Any] = {"writer": mode, "skipped_sections": plan.skipped}
     if check_claims:
         from .lint_claims import ClaimChecker, check_body

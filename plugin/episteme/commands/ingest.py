@@ -20,7 +20,7 @@ from ._stores import add_store_options, settings_from_args
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="episteme ingest", description=__doc__.splitlines()[0])
-    p.add_argument("pdf", nargs="+", help="the PDF(s) to ingest")
+    p.add_argument("pdf", nargs="+", help="the PDF(s) to ingest (`-`: read one from standard input, named by --name)")
     p.add_argument("--force", action="store_true", help="redo even when the file is unchanged")
     p.add_argument("--no-outline", action="store_true", help="ignore the PDF outline/bookmarks")
     p.add_argument("--name", default=None, help="store under this file name (one PDF only)")

@@ -15,6 +15,9 @@
   }
 
   function safeUrl(url) {
+    // Browsers drop control characters (and tabs/newlines anywhere) from a URL before reading
+    // its scheme, so "\x1fjavascript:" or "java\tscript:" would slip past the test below.
+    if (/[\u0000-\u001f\u007f-\u009f]/.test(url)) return null;
     const u = url.trim();
     if (/^(https?:|mailto:)/i.test(u)) return u;
     if (/^[a-z][a-z0-9+.-]*:/i.test(u)) return null; // javascript:, data:, ... refused
