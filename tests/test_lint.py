@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from episteme.lint import lint_wiki
-from episteme.lint_rules import RULES, STORE_RULES, finding, normalize_date_text
+from episteme.lint.rules import RULES, STORE_RULES, finding, normalize_date_text
 from lint_fixture import TODAY, build_broken_wiki
 
 REPO = Path(__file__).resolve().parent.parent
@@ -251,7 +251,7 @@ def test_github_format(broken, tmp_path: Path):
 def test_github_escapes_newlines_and_percent():
     from episteme.commands.lint import render_github
     from episteme.lint import LintReport
-    from episteme.lint_rules import finding
+    from episteme.lint.rules import finding
 
     rep = LintReport("w", [finding("fm-yaml", "a,b:c.md", 3, "100% broken\nsecond line")], 1, frozenset(RULES))
     out = render_github(rep, "w", [])
@@ -405,7 +405,7 @@ def test_reported_link_lines_agree_with_the_full_scan():
     each target, on pages mixing the awkward cases; where it cannot be sure it says so."""
     import random
 
-    from episteme.lint_rules import reported_link_lines
+    from episteme.lint.rules import reported_link_lines
     from episteme.pages import lean_page, scan_links
 
     rng = random.Random(7)

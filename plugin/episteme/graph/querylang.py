@@ -72,7 +72,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 
 __all__ = [
     "QuerySyntaxError",
