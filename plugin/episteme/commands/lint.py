@@ -88,7 +88,7 @@ def _run(argv: list[str]) -> int:
     fixes: list[dict[str, Any]] = []
     if args.fix:
         fixes = L.apply_fixes(wiki, report, settings=settings)
-        if fixes:
+        if any(fx.get("fix") != "skip" for fx in fixes):
             report = L.lint_wiki(wiki, **opts)
     elapsed = time.monotonic() - started
 
@@ -122,7 +122,8 @@ def render_text(report, fixes: list[dict[str, Any]], elapsed: float | None = Non
         where = _visible(fx.get("file", ""))
         if fx.get("line"):
             where += f":{fx['line']}"
-        out.append(f"fixed  {where}  {_visible(fx['message'])}\n")
+        done = "skipped" if fx.get("fix") == "skip" else "fixed"
+        out.append(f"{done}  {where}  {_visible(fx['message'])}\n")
     if fixes:
         out.append("\n")
     current = None
@@ -138,7 +139,8 @@ def render_text(report, fixes: list[dict[str, Any]], elapsed: float | None = Non
         out.append("\n")
     c = report.counts()
     took = f" in {elapsed:.2f} s" if elapsed is not None else ""
-    fixed = f", {len(fixes)} fixed" if fixes else ""
+    made = sum(1 for fx in fixes if fx.get("fix") != "skip")
+    fixed = f", {made} fixed" if made else ""
     stores = " + stores" if report.stores_checked else ""
     out.append(
         f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info{fixed} — "

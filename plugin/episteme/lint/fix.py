@@ -13,6 +13,7 @@ import os
 import re
 from typing import Any
 
+from ..wiki.files import read_bytes
 from .core import LintReport
 from .rules import Finding, normalize_date_text
 
@@ -23,10 +24,9 @@ INDEX_FIX_RULES = frozenset({"section-not-in-index", "index-stale-entry", "index
 def apply_fixes(wiki: str | os.PathLike, report: LintReport, *, settings: Any = None) -> list[dict[str, Any]]:
     """Apply the safe repairs for ``report``'s findings; returns one record per change.
 
-    Safe means mechanical and loss-free: the indexes are regenerated from the pages (they are
-    derived data), a date line of a page's frontmatter is rewritten in place (nothing else in
-    the file changes, byte for byte), missing passage vectors are embedded again.  Nothing is
-    deleted from a page.  Everything happens under the wiki lock with atomic writes."""
+    See the module docstring for what is safe.  A repair that is not made for safety's sake
+    is recorded too, with ``"fix": "skip"`` and the reason.  Everything happens under the wiki
+    lock with atomic writes."""
     from ..fsutil import wiki_lock
 
     root = os.fspath(wiki)
@@ -39,12 +39,24 @@ def apply_fixes(wiki: str | os.PathLike, report: LintReport, *, settings: Any = 
     with wiki_lock(root):
         fixes.extend(_fix_dates(root, dates))
         if indexes:
-            fixes.extend(_fix_indexes(root))
+            dup = sorted({f.data["section"] for f in report.findings if f.rule == "section-duplicate-id" and f.data})
+            linked = [n for n in ("index.md", "index.json") if os.path.islink(os.path.join(root, n))]
+            if dup:
+                fixes.append(_skip("index.md, index.json", f"indexes not rebuilt: {', '.join(dup)} used on two "
+                                   "pages; give one of them a new id first (a rebuild would pick one page's sources)"))
+            elif linked:
+                fixes.append(_skip(", ".join(linked), "indexes not rebuilt: a symlink is never written through"))
+            else:
+                fixes.extend(_fix_indexes(root))
         if vec:
             from .stores import fix_vectors
 
             fixes.extend(fix_vectors(root, settings, vec))
     return fixes
+
+
+def _skip(file: str, message: str) -> dict[str, Any]:
+    return {"fix": "skip", "file": file, "message": message}
 
 
 def _fix_indexes(root: str) -> list[dict[str, Any]]:
@@ -85,8 +97,10 @@ def _fix_dates(root: str, items: list[Finding]) -> list[dict[str, Any]]:
     out = []
     for rel, fs in sorted(by_file.items()):
         path = os.path.join(root, rel)
-        with open(path, "rb") as fh:
-            data = fh.read()
+        if os.path.islink(path):
+            out.append(_skip(rel, "date not rewritten: the page is a symlink (never written through or over)"))
+            continue
+        data = read_bytes(path)
         lines = data.split(b"\n")
         changed = False
         for f in fs:

@@ -370,8 +370,16 @@ def check_sections(page_id: str, data: bytes, enabled: frozenset[str]) -> tuple[
             out.append(finding("section-marker-invalid", page_id, e.line, f"broken section marker: {str(e).split(': ', 1)[-1]}"))
         parsed = parse_sections(text, strict=False)
     infos = []
+    seen: dict[tuple[str, tuple[str, ...]], str] = {}  # (heading, sources) -> first section id
     for s in parsed.sections:
-        infos.append(SectionInfo(s.id, s.line, s.description, list(s.sources)))
+        infos.append(SectionInfo(s.id, s.line, s.description, list(s.sources), s.title))
+        key = (" ".join(s.title.split()).casefold(), tuple(s.sources))
+        first = seen.setdefault(key, s.id)
+        if first != s.id and key[0] and "section-duplicate" in enabled:
+            # what a write repeated after a crash leaves: the same section under a new id
+            out.append(finding("section-duplicate", page_id, s.line,
+                               f"{s.id} repeats {first}: same heading {s.title!r} and sources", section=s.id,
+                               other=first))
         if not s.sources and "section-no-sources" in enabled:
             out.append(finding("section-no-sources", page_id, s.line, f"{s.id} lists no source papers", section=s.id))
         if not s.body.strip() and "section-empty" in enabled:
