@@ -21,8 +21,8 @@ from pathlib import Path
 import pytest
 import yaml
 from episteme import graph as G
-from episteme.wiki import frontmatter, links, scan
 from episteme.commands.graph import main
+from episteme.wiki import frontmatter, links, scan
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "plugin" / "scripts" / "graph_query.py"

@@ -436,7 +436,8 @@ class PageChecker:
     def visit(self, page: Page, data: bytes | None) -> None:
         rules = self.rules
         if data is None:
-            self.findings.append(finding("fm-yaml", page.id, None, f"cannot read the page: {page.fm_error}"))
+            if "page-unreadable" in rules.enabled:
+                self.findings.append(finding("page-unreadable", page.id, None, f"not read: {page.fm_error}"))
             return
         if self.fm_on and page.has_frontmatter and (
             page.fm_error or rules.has_fields or _fm_suspect(page.props, rules.date_fields)
