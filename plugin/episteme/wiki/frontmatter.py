@@ -48,20 +48,25 @@ def frontmatter_title(props: dict[str, Any]) -> str | None:
 
 
 def frontmatter_tags(props: dict[str, Any]) -> list[str]:
-    """Frontmatter ``tags`` as a list of strings without a leading ``#`` (a string value may
-    hold several tags separated by commas or spaces)."""
-    v = props.get("tags")
-    if v is None:
+    """Frontmatter ``tags`` as :func:`normalize_tags` makes them."""
+    return normalize_tags(props.get("tags"))
+
+
+def normalize_tags(value: Any) -> list[str]:
+    """A ``tags`` value as a list of strings without a leading ``#`` (a string value may hold
+    several tags separated by commas or white space; nested lists and mappings are no tags).
+    Graph, queries and the server all read tags through this."""
+    if value is None or isinstance(value, dict):
         return []
-    if isinstance(v, str):
-        items: Iterable[Any] = v.replace(",", " ").split()
-    elif isinstance(v, (list, tuple)):
-        items = v
+    if isinstance(value, str):
+        items: Iterable[Any] = value.replace(",", " ").split()
+    elif isinstance(value, (list, tuple)):
+        items = value
     else:
-        items = [v]
+        items = [value]  # a lone number or date used as a tag
     out = []
     for t in items:
-        if t is None or isinstance(t, (list, dict)):
+        if t is None or isinstance(t, (list, dict, tuple)):
             continue
         s = str(t).strip().lstrip("#").strip()
         if s:
