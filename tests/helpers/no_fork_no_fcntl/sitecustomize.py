@@ -9,6 +9,7 @@ and really excludes other processes.
 import errno
 import fcntl as _real_fcntl
 import os
+import subprocess  # noqa: F401 - decides it is not on Windows before msvcrt appears below
 import sys
 import types
 
