@@ -305,7 +305,7 @@ class WikiGraph:
         self._dangling = self._ambiguities = None  # made on first use, with line numbers
         lowered: dict[str, str] = {}  # dangling target text -> its lowercase (what "unique" means)
         code = self._target_codes(set().union(*targets), lowered)
-        self._codes = code  # (kept: lint finds the lines of just the links that need them)
+        self._codes = code  # (kept: the line-numbered re-read looks at just the links that need it)
         get = code.__getitem__
         low = lowered.get
         dangling_sources = self.dangling_sources
@@ -362,13 +362,31 @@ class WikiGraph:
         self._dangling, self._ambiguities = [], []
         self.dangling_sources, count = [], self.ambiguity_count
         by_text: dict[str, tuple[str | None, list[int]]] = {}
+        code = self._codes.get
+        ids = self.ids
         for i in self._reread:
             p = self.pages[i]
             try:
                 links = read_links(self.root, p.id)
             except OSError:
                 continue  # deleted since the scan: nothing to point at
-            self._resolve_links(i, links.pairs(), by_text, True)
+            if any(code(t) is None for t in links.targets):  # changed since the scan
+                self._resolve_links(i, links.pairs(), by_text, True)
+                continue
+            seen: set[str] = set()
+            for target, line in links.pairs():
+                c = code(target)
+                if c == -1:
+                    key = target.lower()
+                    if key not in seen:
+                        seen.add(key)
+                        self._dangling.append(Dangling(p.id, target, line))
+                        self.dangling_sources.append(i)
+                elif c == -2:
+                    step, cands = self._lookup(target.lower())
+                    j = self._choose(cands, p.folder)
+                    self._ambiguities.append(
+                        Ambiguity(p.id, target, line, step or "", ids[j], tuple(ids[c] for c in sorted(cands))))
         self.ambiguity_count = count  # counted at the scan; the re-read only adds lines
 
     @property
