@@ -1,5 +1,8 @@
 """The Dataview-style query language of ``graph_query.py --mode query``.
 
+(Why one module of ~740 lines: a tokenizer, a parser and an evaluator that share one grammar
+and one set of error messages with columns; splitting them would spread the grammar.)
+
 A query is a boolean filter over one page's frontmatter (a ``dict`` as PyYAML parses it).
 It is tokenised and parsed by hand (no dependencies) into a small tree that is then evaluated
 once per page, so a malformed query fails before any page is read, with the exact column.
