@@ -32,6 +32,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..errors import NotFoundError, UsageError
+from ..wiki.files import STRUCTURAL_FILES
 from ..wiki.schema import Schema, load_schema
 from .rules import (
     DEFAULT_DATE_FIELDS,
@@ -46,7 +47,8 @@ from .rules import (
 )
 
 _LINE_IN_MESSAGE = re.compile(r"line (\d+)")
-STRUCTURAL_TARGETS = frozenset({"index", "log", "schema", "index.json"})
+#: link targets that name a structural file (``[[index]]``, ``[[log.md]]``) or the index JSON
+STRUCTURAL_TARGETS = frozenset({n[:-3].lower() for n in STRUCTURAL_FILES} | {"index.json"})
 
 
 class LintReport:

@@ -22,10 +22,7 @@ import datetime as _dt
 import os
 import re
 from collections import namedtuple
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: importing typing costs every command ~3 ms of start-up
-    from typing import Any
+from typing import Any
 
 TIERS = ("active", "archived", "frozen")
 SCHEMA_FILE = "SCHEMA.md"
