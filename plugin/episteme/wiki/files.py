@@ -115,7 +115,7 @@ class PageTooLarge(OSError):
     unreadable file)."""
 
     def __init__(self, size: int):
-        super().__init__(f"larger than {MAX_PAGE_BYTES // (1024 * 1024)} MB ({size} bytes)")
+        super().__init__(f"larger than {MAX_PAGE_BYTES // (1024 * 1024)} MB (read {size} bytes)")
         self.strerror = self.args[0]
 
 
@@ -123,18 +123,15 @@ _OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY
 
 
 def read_bytes(path: str) -> bytes:
-    """A page file's bytes: regular files only, at most :data:`MAX_PAGE_BYTES`.
+    """A page file's bytes, at most :data:`MAX_PAGE_BYTES` (else :class:`PageTooLarge`).
 
-    ``O_NONBLOCK`` (where it exists) makes opening a FIFO that replaced a page since the
-    listing return at once; the ``fstat`` then refuses it.  ``os.open``/``os.read`` cost half
-    of ``open().read()``, which is most of a scan's I/O time on ten thousand small files."""
+    The listing already admitted regular files only; should a FIFO or a device take a page's
+    place since, ``O_NONBLOCK`` (where it exists) makes opening the FIFO return at once and
+    reading it end at once, and the cap ends a device that never does.  ``os.open``/``os.read``
+    cost half of ``open().read()`` (and no ``fstat``), which is most of a scan's I/O time on
+    ten thousand small files."""
     fd = os.open(path, _OPEN_FLAGS)
     try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(0, "not a regular file", path)
-        if st.st_size > MAX_PAGE_BYTES:
-            raise PageTooLarge(st.st_size)
         data = os.read(fd, 65536)
         if len(data) == 65536:  # a big page: read the rest (never past the cap)
             parts = [data]
@@ -146,6 +143,8 @@ def read_bytes(path: str) -> bytes:
                 parts.append(chunk)
             data = b"".join(parts)
         return data
+    except BlockingIOError:  # a FIFO that has a writer but nothing written: not a page
+        raise OSError(0, "not a regular file", path) from None
     finally:
         os.close(fd)
 
