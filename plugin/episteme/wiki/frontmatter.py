@@ -20,12 +20,10 @@ from __future__ import annotations
 import datetime as _dt
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(slots=True)
-class Frontmatter:
+class Frontmatter(NamedTuple):
     """``props`` (``{}`` when absent or malformed); ``error`` / ``error_line`` when malformed;
     ``body_offset``: byte offset where the body starts; ``body_line``: 1-based line of the
     body's first line; ``present``: the page opens with a ``---`` block (closed or not)."""

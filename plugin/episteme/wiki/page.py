@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from .files import read_bytes
@@ -12,7 +11,6 @@ from .frontmatter import body_start, frontmatter_title, parse_frontmatter, strip
 from .links import NO_LINKS, Link, LinkList, link_targets, scan_links
 
 
-@dataclass(slots=True)
 class Page:
     """One wiki page.
 
@@ -20,16 +18,43 @@ class Page:
     ``fm_error_line``: why it was malformed and where (1-based file line); ``links``: a
     :class:`~episteme.wiki.links.LinkList` (targets with lines) when scanned with lines;
     ``targets``: the link targets without lines when scanned without them (the graph's lean
-    build; emptied once the edges are made)."""
+    build; emptied once the edges are made).
 
-    id: str
-    path: str
-    props: dict[str, Any]
-    links: Sequence[Link] = NO_LINKS
-    fm_error: str | None = None
-    fm_error_line: int | None = None
-    has_frontmatter: bool = False
-    targets: tuple[str, ...] = field(default=(), compare=False, repr=False)
+    A plain slotted class, not a dataclass: ``dataclasses`` imports ``inspect``, which cost the
+    graph command more start-up time than a 1k-page scan."""
+
+    __slots__ = ("id", "path", "props", "links", "fm_error", "fm_error_line", "has_frontmatter", "targets")
+
+    def __init__(
+        self,
+        id: str,  # noqa: A002 - the field's name
+        path: str,
+        props: dict[str, Any],
+        links: Sequence[Link] = NO_LINKS,
+        fm_error: str | None = None,
+        fm_error_line: int | None = None,
+        has_frontmatter: bool = False,
+        targets: tuple[str, ...] = (),
+    ):
+        self.id = id
+        self.path = path
+        self.props = props
+        self.links = links
+        self.fm_error = fm_error
+        self.fm_error_line = fm_error_line
+        self.has_frontmatter = has_frontmatter
+        self.targets = targets
+
+    def _key(self) -> tuple:
+        return (self.id, self.path, self.props, self.links, self.fm_error, self.fm_error_line, self.has_frontmatter)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Page) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (mutable)
+
+    def __repr__(self) -> str:
+        return f"Page(id={self.id!r}, props={self.props!r}, links={len(self.links)}, fm_error={self.fm_error!r})"
 
     @property
     def stem(self) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from . import frontmatter, links
 from .files import list_pages, read_bytes
@@ -24,13 +24,12 @@ from .page import Page, parse_page, unreadable_page
 Visitor = Callable[[Page, "bytes | None"], None]
 
 
-@dataclass(slots=True)
-class Scan:
+class Scan(NamedTuple):
     """A wiki's pages sorted by id, and the ``*.md`` entries left unread with the reason
     (see :func:`episteme.wiki.files.list_pages`)."""
 
     pages: list[Page]
-    skipped: list[tuple[str, str]] = field(default_factory=list)
+    skipped: list[tuple[str, str]]
 
 
 def scan(root: str | os.PathLike, *, lines: bool = True, visit: Visitor | None = None) -> Scan:
