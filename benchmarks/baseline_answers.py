@@ -1,5 +1,9 @@
 """Capture graph answers + lint findings (JSON) for a vault. usage: baseline.py REPO_PLUGIN VAULT OUTDIR"""
-import json, os, subprocess, sys
+import json
+import os
+import subprocess
+import sys
+
 plugin, vault, out = sys.argv[1:4]
 os.makedirs(out, exist_ok=True)
 env = dict(os.environ, PYTHONPATH=plugin)
