@@ -13,11 +13,12 @@ def run(name, *argv):
     txt = p.stdout
     if name.startswith("lint"):
         lines = []
-        for l in txt.splitlines():
+        for row in txt.splitlines():
             try:
-                d = json.loads(l)
-            except Exception:
-                lines.append(l); continue
+                d = json.loads(row)
+            except ValueError:
+                lines.append(row)
+                continue
             if isinstance(d, dict) and "summary" in d and isinstance(d["summary"], dict):
                 d["summary"].pop("seconds", None)
             lines.append(json.dumps(d, sort_keys=True))
