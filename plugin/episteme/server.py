@@ -789,7 +789,7 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         from .commands.graph import graph_query
 
         return graph_query(settings.wiki, mode, seed=seed, depth=depth, src=src, dst=dst,
-                           tag=tag, query=query, sort=sort, limit=limit, tier=tier, jobs=1)
+                           tag=tag, query=query, sort=sort, limit=limit, tier=tier)
 
     return app
 
