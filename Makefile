@@ -4,8 +4,14 @@ VENV ?= .venv
 
 .PHONY: setup test test-portable demo lint
 
+NPM_PREFIX ?= $(HOME)/.cache/episteme-npm
+
+# The dev venv (with the CPU torch the reference tests need), chromium, and the real Claude Code
+# CLI for `claude plugin validate` (cached under $(NPM_PREFIX); skipped when npm is absent).
 setup:
 	$(PY) plugin/scripts/setup_env.py --dev --browser --venv $(VENV)
+	@if command -v npm >/dev/null 2>&1 && [ ! -x $(NPM_PREFIX)/node_modules/.bin/claude ]; then \
+		npm install --prefix $(NPM_PREFIX) --no-audit --no-fund @anthropic-ai/claude-code; fi
 
 # Set up (venv, dependencies, embedding model, chromium) and run the whole test suite.
 test: setup

@@ -24,7 +24,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 INGEST_PAPERS = ("attention_1706.03762v5.pdf", "gan_1406.2661v1.pdf")
-INGEST_MODULES = ("passages.py", "store.py", "ingest.py", "embedding.py", "vectors.py", "fsutil.py",
+INGEST_MODULES = ("passages.py", "store.py", "ingest.py", "embedding.py", "bert_onnx.py", "vectors.py", "fsutil.py",
                   "config.py", "cli.py", "commands/ingest.py", "commands/_stores.py")
 
 

@@ -293,6 +293,15 @@ def test_graph_matches_the_command(live):
     assert proc.returncode == 0 and json.loads(proc.stdout) == nb
     status, body, _ = request("GET", live.url + "/graph?mode=hubs&limit=3")
     assert status == 200 and len(body["hubs"]) == 3
+    # format=mermaid: the diagram the command prints, not the JSON
+    status, body, hdrs = request("GET", f"{live.url}/graph?mode=neighbors&seed={seed}&format=mermaid")
+    proc = subprocess.run([sys.executable, "-m", "episteme.cli", "graph", "--wiki",
+                           str(live.settings.wiki), "--mode", "neighbors", "--seed", seed,
+                           "--format", "mermaid"], capture_output=True, text=True, timeout=120)
+    assert status == 200 and hdrs["content-type"].startswith("text/plain")
+    assert body["_raw"].startswith("graph TD") and body["_raw"] == proc.stdout
+    status, body, _ = request("GET", live.url + "/graph?mode=stats&format=mermaid")
+    assert status == 400 and "mermaid" in body["error"]
     status, body, _ = request("GET", live.url + "/graph?mode=neighbors")
     assert status == 400 and "needs --seed" in body["error"]
     status, body, _ = request("GET", live.url + "/graph?mode=bogus")

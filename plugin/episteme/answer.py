@@ -8,9 +8,11 @@ Three ways, one contract (the answer text cites section ids as ``[sec_002]``):
   rejected and Claude is asked again (``LLMClient.complete_tool``'s validate loop).
 * **The agent** (inside Claude Code, no key): the wiki-query skill has the agent write the
   answer itself from ``retrieve.py``'s output, then run ``trace.py``; nothing here runs.
-* **Offline**: a deterministic extractive answer: the sentences of the retrieved sections most
-  relevant to the question (embedding similarity + word overlap), each followed by the id of
-  the section it came from.  It never says more than the wiki does.
+* **Offline**: a deterministic extractive answer (:mod:`episteme.answer_offline`): the
+  sentences that answer the question, chosen from the retrieved sections *and the passages of
+  the papers they point to*, each cited as ``[sec_NNN]`` plus its paper passage, checked by the
+  tracer; it abstains, naming the closest topics, when nothing answers.  With no paper stores
+  (a wiki without SQLite/Chroma) it falls back to :func:`extractive_answer` on the wiki text.
 """
 
 from __future__ import annotations
@@ -172,8 +174,14 @@ def extractive_answer(question: str, sections: Sequence[dict], embedder, *,
 
 
 def answer(settings, question: str, sections: Sequence[dict], *, mode: str = "auto",
-           embedder=None, client=None) -> dict:
-    """Answer with Claude when ``mode`` is ``claude`` (or ``auto`` with a key), else offline."""
+           embedder=None, client=None, tracer=None, covered: bool = True,
+           offline=None) -> dict:
+    """Answer with Claude when ``mode`` is ``claude`` (or ``auto`` with a key), else offline.
+
+    Offline, ``offline`` (an :class:`~episteme.answer_offline.OfflineAnswerer`, kept warm by
+    the query engine) or ``tracer`` (the paper stores) lets the answer quote the papers the
+    sections point to; ``covered`` is retrieval's verdict on whether the wiki covers the
+    question at all (false → an honest "not covered" naming the closest topics)."""
     from .llm import llm_mode
 
     if mode not in ("auto", "claude", "offline"):
@@ -185,4 +193,25 @@ def answer(settings, question: str, sections: Sequence[dict], *, mode: str = "au
         from .embedding import get_embedder
 
         embedder = get_embedder(settings)
+    if offline is None and tracer is None:
+        tracer = _open_tracer(settings, embedder)
+    if offline is None and tracer is not None:
+        from .answer_offline import OfflineAnswerer
+
+        offline = OfflineAnswerer(settings, embedder, tracer)
+    if offline is not None:
+        return offline.answer(question, sections, covered=covered)
+    if not covered:
+        return {"answer": NO_ANSWER, "mode": "offline", "sections_used": [], "abstained": True}
     return extractive_answer(question, sections, embedder)
+
+
+def _open_tracer(settings, embedder):
+    """The paper stores for an offline answer, or ``None`` when the wiki has none (the answer
+    then comes from the wiki text alone)."""
+    from .trace import Tracer
+
+    try:
+        return Tracer(settings, embedder=embedder)
+    except EpistemeError:
+        return None

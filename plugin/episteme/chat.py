@@ -31,6 +31,7 @@ class QueryEngine:
         self._llm_client = llm_client
         self._retriever = None
         self._tracer = None
+        self._offline = None
         self._lock = threading.Lock()
 
     # -- lazily built parts -------------------------------------------------------------------
@@ -64,6 +65,22 @@ class QueryEngine:
                 self._tracer = Tracer(self.settings, embedder=emb)
             return self._tracer
 
+    @property
+    def offline(self):
+        """The offline answerer (warm: its caches of paper sections live as long as the engine);
+        ``None`` when the wiki has no paper stores."""
+        emb = self.embedder
+        try:
+            tracer = self.tracer
+        except EpistemeError:
+            return None
+        with self._lock:
+            if self._offline is None:
+                from .answer_offline import OfflineAnswerer
+
+                self._offline = OfflineAnswerer(self.settings, emb, tracer)
+            return self._offline
+
     def reload(self) -> None:
         """Pick up papers ingested or removed since the engine was built."""
         with self._lock:
@@ -77,16 +94,22 @@ class QueryEngine:
                 self._retriever.index.close()
             if self._tracer is not None:
                 self._tracer.store.close()
-            self._retriever = self._tracer = None
+            self._retriever = self._tracer = self._offline = None
 
     # -- the three steps ----------------------------------------------------------------------
 
     def retrieve(self, question: str, k: int = 5) -> dict:
         return self.retriever.retrieve(question, k=k)
 
-    def answer(self, question: str, sections: list[dict], *, mode: str = "auto") -> dict:
+    def answer(self, question: str, sections: list[dict], *, mode: str = "auto",
+               covered: bool = True) -> dict:
+        from .llm import llm_mode
+
+        offline = None
+        if (mode if mode != "auto" else llm_mode(self.settings)) == "offline":
+            offline = self.offline
         return make_answer(self.settings, question, sections, mode=mode, embedder=self.embedder,
-                           client=self._llm_client)
+                           client=self._llm_client, offline=offline, covered=covered)
 
     def trace(self, answer: str, *, sections=None, papers=None, top: int = 3,
               threshold: float | None = None, include_references: bool = False) -> dict:
@@ -98,7 +121,7 @@ class QueryEngine:
         source, ``unsupported_claims``, the per-claim detail and the answer mode."""
         retrieved = self.retrieve(question, k=k)
         sections = retrieved["sections"]
-        ans = self.answer(question, sections, mode=mode)
+        ans = self.answer(question, sections, mode=mode, covered=retrieved.get("covered", True))
         text = ans["answer"]
         used = [sid for sid in (cited_ids(text) or ans.get("sections_used") or []) if sid in
                 {s["id"] for s in sections}]
@@ -114,14 +137,19 @@ class QueryEngine:
         }
         if ans.get("usage"):
             result["llm_usage"] = ans["usage"]
+        for key in ("citations", "closest_topics", "abstained"):
+            if key in ans:
+                result[key] = ans[key]
         if not ans.get("sections_used"):
             result["unsupported_claims"] = []
             result["note"] = "no wiki section answered the question; nothing to trace"
             result["claims"] = []
             return result
         index_json = {s["id"]: list(s["sources"]) for s in sections}
+        traced = ans.get("trace") if top == 3 else None  # the offline answer traced itself
         try:
-            traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
+            if traced is None:
+                traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
         except EpistemeError as e:
             result["trace_error"] = e.message
             return result

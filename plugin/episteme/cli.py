@@ -11,6 +11,7 @@ import sys
 
 # subcommand -> (module under episteme.commands, one-line help)
 COMMANDS: dict[str, tuple[str, str]] = {
+    "init": ("init", "start a wiki: starter SCHEMA.md, index.md, index.json, log.md"),
     "graph": ("graph", "structural queries over the wiki's link graph (= graph_query.py)"),
     "lint": ("lint", "check the wiki (and with --stores its databases); --fix repairs (= wiki_lint.py)"),
     "ingest": ("ingest", "ingest a PDF: raw/ + SQLite + Chroma (+ wiki pages with --write) (= ingest.py)"),
@@ -22,7 +23,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "retrieve": ("retrieve", "find the wiki sections relevant to a question (= retrieve.py)"),
     "trace": ("trace", "trace an answer's claims to source passages (= trace.py)"),
     "chat": ("chat", "retrieve, answer and trace in one go (= chat.py)"),
+    "show": ("show", "write a page of a paper as PNG with a quote or passage highlighted"),
     "serve": ("serve", "run the HTTP API and web UI"),
+    "mcp": ("mcp", "the MCP server over stdio (Claude Desktop, Cursor, any MCP client)"),
 }
 
 

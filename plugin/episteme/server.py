@@ -417,6 +417,16 @@ class Services:
         return out
 
 
+def _with_boxes(settings, result: dict) -> dict:
+    """Every source (and claim passage) of an answer gains ``boxes`` for its quote
+    (:func:`episteme.highlight.attach_boxes`; [] when pypdfium2 or the PDF is missing)."""
+    try:
+        from .highlight import attach_boxes
+    except ImportError:
+        return result
+    return attach_boxes(settings.wiki, result)
+
+
 def _without(d: dict, *keys: str) -> dict:
     return {k: v for k, v in d.items() if k not in keys}
 
@@ -659,7 +669,7 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
             return JSONResponse({"error": "internal error; see the server log"}, status_code=500)
         if path in ("/", "/docs") or path.startswith("/static/"):
             response.headers["Content-Security-Policy"] = (
-                "default-src 'self'; img-src 'self' data:; style-src 'self'; "
+                "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; "
                 "script-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'"
             )
             response.headers["X-Content-Type-Options"] = "nosniff"
@@ -756,9 +766,67 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         if not q:
             raise UsageError("query is empty")
         result = services.engine().chat(q)
+        _with_boxes(settings, result)
         # for the UI: where each cited wiki section lives (from index.md, no second pipeline)
         result["wiki_sections"] = section_pages(settings.wiki, result.get("wiki_sections_used") or [])
         return result
+
+    class TraceRequest(BaseModel):
+        answer: str = Field(..., min_length=1, max_length=20000, description="the answer text")
+        sections: list[str] | None = Field(None, description="wiki section ids it was written from")
+        papers: list[str] | None = Field(None, description="paper file names to search")
+        top: int = Field(3, ge=1, le=20, description="passages reported per claim")
+
+    @app.post("/trace", summary="Trace an answer's claims to source passages (with boxes)")
+    def trace(body: TraceRequest) -> dict:
+        """``episteme trace``'s JSON: ``claims``, ``sources`` (each with ``quote`` and
+        ``boxes: [{page, bbox}]`` in PDF points), ``unsupported_claims``, ``scope``."""
+        if body.sections and body.papers:
+            raise UsageError("give sections or papers, not both")
+        result = services.engine().trace(body.answer, sections=body.sections or None,
+                                         papers=body.papers or None, top=body.top)
+        return _with_boxes(settings, result)
+
+    # --- evidence: page images, highlight boxes, the PDF itself --------------------------
+    @app.get("/papers/{paper}", summary="A paper's pages (size in PDF points) for the viewer")
+    def paper_pages(paper: str) -> dict:
+        from .pagerender import paper_info
+
+        return paper_info(settings.wiki, paper)
+
+    @app.get("/papers/{paper}/pages/{n}.png", summary="A page of a paper as PNG (cached)",
+             response_class=FileResponse)
+    def page_image(paper: str, n: str, scale: float = 1.5):
+        """Rendered with PDFium, cached under ``<wiki>/.episteme/pages/``.  404: no such paper
+        in raw/ or page out of range; 400: scale outside 0.25..4."""
+        from .pagerender import page_png
+
+        path = page_png(settings, paper, n, scale)
+        return FileResponse(path, media_type="image/png",
+                            headers={"Cache-Control": "private, max-age=3600",
+                                     "X-Content-Type-Options": "nosniff"})
+
+    @app.get("/papers/{paper}/boxes", summary="Highlight boxes of a quote on a page")
+    def quote_boxes_route(paper: str, quote: Annotated[str, Query(min_length=1, max_length=4000)],
+                          page: int | None = None) -> dict:
+        """``{"paper", "page", "boxes": [{page, bbox}]}``: where ``quote`` is printed, looked
+        for on ``page`` and the next (every page when omitted)."""
+        from .highlight import quote_boxes
+        from .pagerender import paper_pdf
+
+        pdf = paper_pdf(settings.wiki, paper)
+        return {"paper": pdf.name, "page": page, "boxes": quote_boxes(pdf, page, quote)}
+
+    @app.get("/papers/{paper}/pdf", summary="The PDF itself, from raw/", response_class=FileResponse)
+    def paper_file(paper: str):
+        """Served inline (open it at a page with ``#page=N``); only files in raw/."""
+        from .pagerender import paper_pdf
+
+        pdf = paper_pdf(settings.wiki, paper)
+        return FileResponse(pdf, media_type="application/pdf", headers={
+            "Content-Disposition": f"inline; filename=\"{pdf.name}\"",
+            "X-Content-Type-Options": "nosniff",
+        })
 
     # --- wiki -----------------------------------------------------------------------------
     @app.get("/wiki", summary="All pages with title, type and tags")
@@ -785,11 +853,21 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         sort: str | None = None,
         limit: int | None = None,
         tier: str | None = None,
-    ) -> dict:
+        format: str = "json",  # noqa: A002 - the query parameter's public name
+    ):
+        from fastapi.responses import PlainTextResponse
+
         from .commands.graph import graph_query
 
-        return graph_query(settings.wiki, mode, seed=seed, depth=depth, src=src, dst=dst,
-                           tag=tag, query=query, sort=sort, limit=limit, tier=tier)
+        if format not in ("json", "mermaid"):
+            raise UsageError("format must be json or mermaid")
+        result = graph_query(settings.wiki, mode, seed=seed, depth=depth, src=src, dst=dst,
+                             tag=tag, query=query, sort=sort, limit=limit, tier=tier)
+        if format == "mermaid":  # the diagram, as `episteme graph --format mermaid` prints it
+            from .graph.format import render_mermaid
+
+            return PlainTextResponse(render_mermaid(mode, result), media_type="text/plain")
+        return result
 
     return app
 

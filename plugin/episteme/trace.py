@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import EpistemeError, NotFoundError, UsageError
+from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier
 
 # Bounds: the work of one trace is at most MAX_CLAIMS claims of at most MAX_CLAIM_WORDS words.
 MAX_CLAIMS = 40
@@ -275,6 +276,7 @@ class Tracer:
         self.matrices = PaperMatrices(settings, embedder, self._open_vectors)
         self._db_lock = threading.Lock()
         self._df: dict[str, int] = {}
+        self._names: dict[tuple, bool] = {}
         self._n_passages = 0
         self._papers: dict[str, str] = {}
         self._stacked: dict[tuple, tuple] = {}
@@ -429,6 +431,43 @@ class Tracer:
         with self._db_lock:
             return [r[0] for r in self.store.conn.execute(sql, args)]
 
+    def _anchored(self, claim: str, papers: list[str] | None, include_references: bool,
+                  limit: int = 4) -> list[str]:
+        """Passages containing every number of ``claim`` (FTS phrase per number), or, when no
+        passage has them all, every number but one (so a claim with one wrong value still
+        meets the passage that gives the others)."""
+        from .verify import claim_numbers
+
+        nums = list(dict.fromkeys(n.text for n in claim_numbers(claim) if not n.word))
+        if not nums:
+            return []
+        phrases = ['"' + " ".join(re.findall(r"\d+", n)) + '"' for n in nums]
+        tries = [phrases]
+        if len(phrases) >= 2:
+            tries += [phrases[:i] + phrases[i + 1:] for i in range(len(phrases))]
+        out: list[str] = []
+        for ph in tries:
+            sql = ("SELECT p.id FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
+                   "JOIN sections s ON s.section_id = p.section_id WHERE passages_fts MATCH ?")
+            args: list = [" AND ".join(ph)]
+            if papers is not None:
+                sql += f" AND p.paper_id IN ({','.join('?' * len(papers))})"
+                args.extend(papers)
+            if not include_references:
+                sql += f" AND s.kind NOT IN ({','.join('?' * len(EXCLUDED_KINDS))})"
+                args.extend(EXCLUDED_KINDS)
+            sql += " ORDER BY bm25(passages_fts) LIMIT ?"
+            args.append(limit)
+            with self._db_lock:
+                try:
+                    got = [r[0] for r in self.store.conn.execute(sql, args)]
+                except Exception:
+                    got = []
+            out.extend(g for g in got if g not in out)
+            if got and ph is phrases:
+                break
+        return out[:limit * 2]
+
     def _doc_freq(self, terms: Iterable[str]) -> dict[str, int]:
         """How many passages contain each (stemmed) term, via FTS5 (cached per tracer)."""
         out = {}
@@ -448,6 +487,39 @@ class Tracer:
             for t in terms:
                 out[t] = self._df[t]
         return out
+
+    def names_in_scope(self, name: str, papers: list[str] | None) -> bool:
+        """Whether any passage of ``papers`` (None = all) names ``name`` — as written, or with
+        its punctuation and spaces dropped ("BERT-LARGE" = "BERTLARGE"), whole-word."""
+        from .verify import entity_key, normalize, unligature
+
+        key = entity_key(name)
+        if not key:
+            return True
+        ck = (key, tuple(papers) if papers is not None else None, self._sig)
+        with self._db_lock:
+            hit = self._names.get(ck)
+        if hit is not None:
+            return hit
+        pat = re.compile(r"(?<![0-9a-z])" + r"[\s\-'./]?".join(map(re.escape, key))
+                         + r"s?(?![0-9a-z])")
+        # a cheap SQL filter on the first word-ish piece, then the exact check in Python
+        piece = max(re.findall(r"[a-z]+|\d+", unligature(normalize(name)).lower()) or [""], key=len)
+        sql = "SELECT text FROM passages WHERE instr(lower(text), ?) > 0"
+        args: list = [piece]
+        if papers is not None:
+            sql += f" AND paper_id IN ({','.join('?' * len(papers))})"
+            args.extend(papers)
+        found = False
+        with self._db_lock:
+            for (text,) in self.store.conn.execute(sql, args):
+                if pat.search(unligature(normalize(text)).lower()):
+                    found = True
+                    break
+            if len(self._names) > 4096:
+                self._names.clear()
+            self._names[ck] = found
+        return found
 
     def _idf(self, term: str) -> float:
         n = self._n_passages
@@ -491,6 +563,7 @@ class Tracer:
             "claims": [],
             "sources": [],
             "unsupported_claims": [],
+            "contradicted_claims": [],
         }
         if not_traced:
             result["claims_not_traced"] = not_traced
@@ -504,8 +577,10 @@ class Tracer:
         if scope.papers is not None and not scope.papers:
             # sections whose sources are absent: nothing to search, every claim unsupported
             for c in claims:
-                result["claims"].append({"claim": c.text, "supported": False, "support": 0.0,
-                                         "passages": []})
+                result["claims"].append({"claim": c.text, "verdict": UNSUPPORTED, "supported": False,
+                                         "support": 0.0, "passages": [],
+                                         "reason": {"code": "no_source",
+                                                    "text": "no ingested source paper in scope"}})
                 result["unsupported_claims"].append(c.text)
             result["note"] = ((result.get("note", "") + "; ") if result.get("note") else "") + (
                 "no ingested source paper in scope"
@@ -516,20 +591,40 @@ class Tracer:
         pool = self.score_pool([c.text for c in claims], scope.papers,
                                include_references=include_references)
         answer_score = pool.answer_scores()
-        ranked = pool.ranked(limit=max(1, top))
+        ranked = [pool.candidates(ci, max(top, EVIDENCE_K)) for ci in range(len(claims))]
         best: dict[int, int] = {}  # pooled passage -> the claim it supports best
         best_score: dict[int, float] = {}
         pos = {pid: j for j, pid in enumerate(pool.ids)}
-        for ci, (c, top_hits) in enumerate(zip(claims, ranked, strict=True)):
+        verifier = Verifier(in_scope=lambda name: self.names_in_scope(name, scope.papers),
+                            threshold=threshold)
+        for ci, (c, cands) in enumerate(zip(claims, ranked, strict=True)):
             support = pool.support(ci)
-            supported = support >= threshold
-            result["claims"].append({
+            v = verifier.verify(c.text, cands, support=support)
+            order = v["order"] + [i for i in range(len(cands)) if i not in v["order"]]
+            top_hits = [cands[i] for i in order][:max(1, top)]
+            passages = []
+            for rank, h in enumerate(top_hits):
+                q = None
+                if rank == 0 and v.get("span"):
+                    a, b = v["span"]
+                    q = h["text"][a:b].strip()
+                passages.append({**_public(h), "rank": rank + 1,
+                                 "quote": q or self.quote_for(c.text, h["text"])})
+            supported = v["verdict"] == SUPPORTED
+            entry = {
                 "claim": c.text,
+                "verdict": v["verdict"],
                 "supported": supported,
                 "support": round(support, 4),
-                "passages": [{**_public(h), "quote": self.quote_for(c.text, h["text"])}
-                             for h in top_hits],
-            })
+                "reason": v["reason"],
+                "passages": passages,
+            }
+            if passages and v["verdict"] != UNSUPPORTED:
+                entry["evidence"] = {"passage_id": passages[0]["passage_id"],
+                                     "quote": passages[0]["quote"]}
+            result["claims"].append(entry)
+            if v["verdict"] == CONTRADICTED:
+                result["contradicted_claims"].append(c.text)
             if not supported:
                 result["unsupported_claims"].append(c.text)
                 continue
@@ -588,6 +683,11 @@ class Tracer:
         for q in lexical_queries:
             for pid in self._lexical(q, papers, include_references, LEXICAL_K):
                 pool.setdefault(pid, None)
+        # passages stating a claim's numbers (a table row rarely shares a claim's wording)
+        anchored_ids = [self._anchored(c, papers, include_references) for c in claims]
+        for ids_c in anchored_ids:
+            for pid in ids_c:
+                pool.setdefault(pid, None)
         ids = list(pool)
         info = self._passages(ids)
         ids = [i for i in ids if i in info]
@@ -617,7 +717,10 @@ class Tracer:
         summary = np.asarray([
             1.0 if info[i]["kind"] in SUMMARY_KINDS or SUMMARY_TITLES.match(_bare_title(info[i]["section"]))
             else 0.0 for i in ids], dtype=np.float32)
-        return Pool(list(claims), ids, info, sim, cover, run, score, info_mass, answer_bm25, summary)
+        pos = {pid: j for j, pid in enumerate(ids)}
+        anchored = [[pos[i] for i in ids_c if i in pos] for ids_c in anchored_ids]
+        return Pool(list(claims), ids, info, sim, cover, run, score, info_mass, answer_bm25, summary,
+                    anchored)
 
     def _bm25(self, query: str, ids: Sequence[str]):
         """BM25 of ``query`` for each passage id (0 where no term matches)."""
@@ -663,6 +766,18 @@ class Pool:
     mass: object  # per claim: the summed IDF of its content words (how much it says)
     answer_bm25: object  # per passage: BM25 of the whole answer
     summary: object  # per passage: 1 for abstract / introduction / conclusion passages
+    anchored: list[list[int]] | None = None  # per claim: pooled passages stating its numbers
+
+    def candidates(self, ci: int, k: int) -> list[dict]:
+        """Claim ``ci``'s ``k`` best passages, plus the passages that state all (or all but one)
+        of its numbers: what the verifier reads."""
+        out = self.ranked(limit=k)[ci] if k else []
+        seen = {h["id"] for h in out}
+        for pj in (self.anchored or [[]] * len(self.claims))[ci]:
+            if self.ids[pj] not in seen:
+                out.append(self.hit(ci, pj))
+                seen.add(self.ids[pj])
+        return out
 
     def hit(self, ci: int, pj: int) -> dict:
         return {**self.info[self.ids[pj]], "similarity": float(self.sim[ci, pj]),

@@ -721,6 +721,9 @@ class WikiWriter:
         self._lock = lock
         _OPEN_WRITERS.add(self._key)
         try:
+            from .batchwrite import recover  # a batch a crash cut short after its commit point
+
+            recover(self.wiki)
             if pending_write(self.wiki) is not None:
                 self.recovered = rebuild_indexes(self.wiki)
             self._mark_pending()

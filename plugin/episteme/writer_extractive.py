@@ -45,6 +45,8 @@ from .writer import (
     page_type_of,
 )
 
+EXTRA_DEFINITIONS = 1  # per topic section, beyond the central sentences
+EXTRA_NUMBERS = 2  # sentences stating a quantity (a result, a size), beyond the central ones
 MERGE_SIMILARITY = 0.6  # cosine (MiniLM) of key texts above which a topic joins an existing one
 RELATED_SIMILARITY = 0.5  # cosine above which two topics link to each other
 TOPIC_SENTENCES = 3
@@ -172,6 +174,44 @@ def rank_sentences(sections: list[PaperSection], embedder) -> dict[str, SectionK
     return keys
 
 
+_DEFINITION_RE = re.compile(
+    r"\b(we (call|define|refer to|denote)|is defined as|are defined as|refers? to|is called|are called|"
+    r"(is|are) (a|an) (\w+ ){0,3}(that|which|where|of|for|to))\b", re.IGNORECASE)
+
+
+def key_facts(keys: SectionKeys, chosen: list[str]) -> list[str]:
+    """Sentences a reader looks the topic up for, beyond its most central ones: the section's
+    first definition and its most central sentences that state a quantity (a result, a size,
+    a setting), in document order.  Quoted as they stand, like every sentence here."""
+    from .answer_offline import has_quantity
+
+    rest = [i for i, sent in enumerate(keys.sentences) if sent not in chosen]
+    defs = [i for i in rest if _DEFINITION_RE.search(keys.sentences[i])][:EXTRA_DEFINITIONS]
+    nums = sorted((i for i in rest if i not in defs and has_quantity(keys.sentences[i])),
+                  key=lambda i: (-round(keys.scores[i], 6), i))[:EXTRA_NUMBERS]
+    return [keys.sentences[i] for i in sorted(defs + nums)]
+
+
+_COMPARISON_TITLE = re.compile(r"\b(vs\.?|versus|comparisons?|compared)\b", re.IGNORECASE)
+_ENTITY_TITLE = re.compile(r"\b(datasets?|corpus|corpora|benchmarks?|data)\b", re.IGNORECASE)
+_METHOD_TITLE = re.compile(
+    r"\b(algorithms?|procedure|training|optimi[sz]ation|pipeline|framework|method|methods|"
+    r"implementation|architecture|objective|loss)\b", re.IGNORECASE)
+
+
+def page_type_for(title: str) -> str:
+    """A topic page's ``type`` from what its section is about (SCHEMA.md's values): a
+    comparison, an entity (a dataset, corpus or benchmark), a method (an algorithm, a training
+    procedure, an architecture), else a concept."""
+    if _COMPARISON_TITLE.search(title):
+        return "comparison"
+    if _ENTITY_TITLE.search(title):
+        return "entity"
+    if _METHOD_TITLE.search(title):
+        return "method"
+    return "concept"
+
+
 # ----------------------------------------------------------------------------- keyphrases
 
 
@@ -280,6 +320,7 @@ class _Topic:
     sentences: list[str]
     tags: list[str]
     vector: Any
+    facts: list[str] = field(default_factory=list)  # definitions and key numbers (key_facts)
     target: dict | None = None  # the existing section it merges into
     page: str = ""
     related: list[tuple[str, str]] = field(default_factory=list)  # (page, label)
@@ -331,7 +372,8 @@ def plan_extractive(
         title = clean_title(s.title)
         sents = keys[s.id].top(TOPIC_SENTENCES)
         tags = keyphrases(f"{title}. " * 3 + s.text, 3)  # the title counts: short sections still get tags
-        topics.append(_Topic(s, title, slugify(title, max_len=60), sents, tags, None))
+        topics.append(_Topic(s, title, slugify(title, max_len=60), sents, tags, None,
+                             key_facts(keys[s.id], sents)))
     qvecs = _embed_norm(embedder, [f"{t.title}. {' '.join(t.sentences)}" for t in topics])
     for t, v in zip(topics, qvecs, strict=True):
         t.vector = v
@@ -479,6 +521,8 @@ def plan_extractive(
     updates: dict[str, Decision] = {}
     for t in topics:
         para = f"From {paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{_quotes(t.sentences)}"
+        if t.facts:
+            para += f"\n\nDefinitions and key numbers:\n\n{_quotes(t.facts)}"
         if t.related:
             para += "\n\nRelated: " + ", ".join(wikilink(p, label) for p, label in t.related)
         if t.target is not None:
@@ -499,7 +543,7 @@ def plan_extractive(
             plan.decisions.append(Decision(
                 action="create", page=t.page, title=t.title,
                 description=_one_line(f"{t.title}: {t.sentences[0]}"), body=para,
-                sources=[paper_id], tags=t.tags, page_title=t.title, page_type="concept",
+                sources=[paper_id], tags=t.tags, page_title=t.title, page_type=page_type_for(t.title),
                 paper_section=t.section.id,
                 reason="new topic" + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),
             ))

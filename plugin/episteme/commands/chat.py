@@ -17,6 +17,8 @@ def build_parser() -> ArgumentParser:
                    help="answer with Claude or offline (default: Claude when an API key is set)")
     p.add_argument("--top", type=int, default=3, help="passages per claim (default 3)")
     p.add_argument("--format", choices=["json", "text"], default="json")
+    p.add_argument("--render", default=None, metavar="DIR",
+                   help="write one PNG per source (its page, the quote highlighted) into DIR")
     add_store_options(p)
     return p
 
@@ -37,6 +39,13 @@ def main(argv: list[str] | None = None) -> int:
             result = engine.chat(question, k=args.k, mode=args.mode, top=args.top)
         finally:
             engine.close()
+        from ..highlight import attach_boxes
+
+        attach_boxes(engine.settings.wiki, result)  # every source gains its highlight boxes
+        if args.render:
+            from .show import render_sources
+
+            render_sources(engine.settings.wiki, result, args.render)
         if args.format == "text":
             sys.stdout.write(format_chat_text(result))
         else:

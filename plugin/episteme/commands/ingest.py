@@ -28,6 +28,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--writer", choices=("auto", "claude", "extractive"), default="auto",
                    help="how --write decides (default auto: claude with an API key outside an agent)")
     p.add_argument("--dry-run", action="store_true", help="with --write: print the plan, write no page")
+    p.add_argument("--strict", action="store_true",
+                   help="with --write: refuse to write a plan with a sentence its sources contradict")
     p.add_argument("--force-write", action="store_true",
                    help="with --write: write even when the wiki already cites the paper "
                         "(adds its sections again; refine or remove the old ones)")
@@ -47,7 +49,7 @@ def _write(settings, result: dict, args) -> dict:
     today = date_arg(args.date, "--date")
     try:
         out = write_paper(settings, result["paper"], writer=args.writer, dry_run=args.dry_run,
-                          today=today, force=args.force_write)
+                          today=today, force=args.force_write, strict=args.strict)
     except EpistemeError as e:  # say that the stores have the paper and the pages do not
         e.args = (f"{result['paper']} is stored, but nothing was written to the wiki: {e.message}", *e.args[1:])
         raise
@@ -67,6 +69,10 @@ def main(argv: list[str] | None = None) -> int:
         if (args.dry_run or args.writer != "auto" or args.force_write or args.date) and not args.write:
             raise UsageError("--writer, --dry-run, --force-write and --date need --write")
         settings = settings_from_args(args)
+        from .init import init_wiki, is_unstarted
+
+        if is_unstarted(settings.wiki):  # a new wiki starts with its schema and indexes
+            init_wiki(settings.wiki)
         results = [
             ingest_paper(settings, pdf, force=args.force, use_outline=not args.no_outline,
                          progress=not args.no_progress, name=args.name)

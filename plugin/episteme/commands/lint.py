@@ -34,6 +34,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--fix", action="store_true",
                    help="apply the safe repairs (indexes from pages, date formats, missing vectors), print each")
     p.add_argument("--stores", action="store_true", help="also check raw/, SQLite and Chroma")
+    p.add_argument("--claims", action="store_true",
+                   help="also verify every sentence of every section against its source papers (cached)")
+    p.add_argument("--since", metavar="REV|DATE",
+                   help="--claims: only the pages changed since a git revision or a YYYY-MM-DD date")
     p.add_argument("--rule", action="append", metavar="R",
                    help="run only these rules (repeat or comma-separate); overrides SCHEMA.md's lint.disable")
     p.add_argument("--disable", action="append", metavar="R", help="skip these rules (in addition to SCHEMA.md)")
@@ -73,17 +77,21 @@ def _run(argv: list[str]) -> int:
     select = L.parse_rule_args(args.rule)
     disable = L.parse_rule_args(args.disable)
     today = date_arg(args.today, "--today")
+    if args.since and not args.claims:
+        raise UsageError("--since only applies with --claims")
     store_opts = [args.sqlite_path, args.chroma_path, args.chroma_host, args.chroma_port, args.embedding_model]
-    if not args.stores and any(v is not None for v in store_opts):
-        raise UsageError("--sqlite-path/--chroma-*/--embedding-model only apply with --stores")
+    if not (args.stores or args.claims) and any(v is not None for v in store_opts):
+        raise UsageError("--sqlite-path/--chroma-*/--embedding-model only apply with --stores or --claims")
     if select and not args.stores and any(r.startswith("store-") for r in select):
         raise UsageError("store-* rules need --stores")
     wiki = args.wiki or os.environ.get("WIKI_PATH") or "wiki"
-    settings = _settings(args, wiki) if args.stores else None
+    settings = _settings(args, wiki) if args.stores or args.claims else None
 
     started = time.monotonic()
     opts: dict[str, Any] = dict(select=select or None, disable=disable, stores=args.stores, settings=settings,
                                 today=today)
+    if args.claims:
+        opts.update(claims=True, since=args.since)
     report = L.lint_wiki(wiki, **opts)
     fixes: list[dict[str, Any]] = []
     if args.fix:
@@ -95,6 +103,9 @@ def _run(argv: list[str]) -> int:
     if args.format == "json":
         summary = report.summary()
         summary["seconds"] = round(elapsed, 3)
+        if report.extra.get("claims") is not None:
+            summary["claims"] = report.extra["claims"].summary()
+            summary["claims_per_page"] = report.extra["claims"].pages
         print_json({"wiki": os.path.abspath(wiki), "findings": report.findings, "summary": summary, "fixes": fixes},
                    records=True)
     elif args.format == "github":
@@ -142,10 +153,16 @@ def render_text(report, fixes: list[dict[str, Any]], elapsed: float | None = Non
     made = sum(1 for fx in fixes if fx.get("fix") != "skip")
     fixed = f", {made} fixed" if made else ""
     stores = " + stores" if report.stores_checked else ""
+    if report.extra.get("claims") is not None:
+        stores += " + claims"
     out.append(
         f"{c['error']} error(s), {c['warning']} warning(s), {c['info']} info{fixed} — "
         f"{report.pages} pages, {report.sections} sections{stores} checked{took}\n"
     )
+    if report.extra.get("claims") is not None:
+        from ..lint_claims import format_table
+
+        out.append(format_table(report.extra["claims"]))
     return "".join(out)
 
 

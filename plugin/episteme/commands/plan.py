@@ -1,12 +1,12 @@
 """``episteme plan PAPER`` / ``plan_ingest.py``: for each section of an ingested paper, the most
 related existing wiki sections, as JSON the agent reads before writing (skill ``wiki-ingest``).
 
-Per section (references, front matter and stubs are listed under ``skipped``): its store id,
-label, pages, text (``--brief``: a 300-character preview), a suggested page, and ``related``:
-the top ``--k`` wiki sections found by the wiki-section search (words + embeddings) and by
-``index.md`` descriptions that name the section's title, each with its id, page, description
-and sources.  The agent then creates or updates sections with ``write_section.py``.  Writes
-nothing.
+One call returns every writable section (references, front matter and stubs are listed under
+``skipped``): its store id and short ``name`` (``abstract``, ``3.2``), label, pages, full text
+(``--brief``: a 300-character preview), ``key_terms``, a ``suggested_page`` named from them,
+and ``related``: the top ``--k`` wiki sections by shared key terms, each with ``score``
+(TF-IDF cosine) and ``shared_terms`` (the evidence), id, page, description and sources.  The
+agent then writes everything with one ``write_section.py --batch``.  Writes nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +23,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--k", type=int, default=5, help="related wiki sections per paper section (default 5)")
     p.add_argument("--brief", action="store_true", help="a preview instead of each section's full text")
     p.add_argument("--section", default=None,
-                   help="only this paper section (store id such as attention.pdf#3.2, or its number 3.2)")
+                   help="only these paper sections, comma-separated: store id (attention.pdf#3.2), "
+                        "number (3.2), name (abstract) or title")
+    p.add_argument("--semantic", action="store_true",
+                   help="also ask the wiki-section embedding search (loads the model and Chroma: slower)")
     return p
 
 
@@ -38,7 +41,8 @@ def main(argv: list[str] | None = None) -> int:
             raise UsageError("--k must be between 1 and 50")
         settings = load_settings(args.wiki)
         pid = resolve_paper_id(settings, args.paper)
-        print_json(plan_paper(settings, pid, k=args.k, text=not args.brief, only=args.section))
+        print_json(plan_paper(settings, pid, k=args.k, text=not args.brief, only=args.section,
+                              semantic=args.semantic))
         return 0
 
     return run_main(body)

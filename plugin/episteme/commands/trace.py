@@ -27,6 +27,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--include-references", action="store_true",
                    help="also trace into reference-list sections (excluded by default)")
     p.add_argument("--format", choices=["json", "text"], default="json")
+    p.add_argument("--render", default=None, metavar="DIR",
+                   help="write one PNG per source (its page, the quote highlighted) into DIR")
     add_store_options(p)
     return p
 
@@ -62,6 +64,13 @@ def main(argv: list[str] | None = None) -> int:
         tracer = Tracer(settings_from_args(args))
         result = tracer.trace(answer, sections=args.sections, papers=args.papers, top=args.top,
                               threshold=args.threshold, include_references=args.include_references)
+        from ..highlight import attach_boxes
+
+        attach_boxes(tracer.settings.wiki, result)  # every source gains its highlight boxes
+        if args.render:
+            from .show import render_sources
+
+            render_sources(tracer.settings.wiki, result, args.render)
         if args.format == "text":
             sys.stdout.write(format_trace_text(result))
         else:

@@ -7,6 +7,12 @@ The agent's single write primitive (skill ``wiki-ingest``)::
         --source attention.pdf [--source bert.pdf] [--page-title T] [--type concept] [--tag nlp] \\
         [--section-id sec_004] < body.md
 
+``--batch``: every write of a paper at once, JSON lines on stdin (create / update / append
+per line, see :mod:`episteme.batchwrite`), validated as a whole before anything is written,
+then written under one lock with one ``log.md`` entry::
+
+    write_section.py --wiki W --batch --source attention.pdf --subject attention.pdf < writes.jsonl
+
 Without ``--section-id`` a section is created (fresh id; the page too when it is new); with it,
 that section is replaced in place.  Prints ``{"status": "created"|"updated", "page",
 "section_id", ...}``.
@@ -29,7 +35,9 @@ from ..errors import UsageError
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="episteme write-section", description=__doc__.splitlines()[0])
     p.add_argument("--wiki", default=None, help="wiki folder (default: $WIKI_PATH or ./wiki)")
-    p.add_argument("--page", required=True, help="page slug or path: bert, bert.md, concepts/bert")
+    p.add_argument("--batch", action="store_true",
+                   help="read JSON lines from stdin (create/update/append), write them as one transaction")
+    p.add_argument("--page", default=None, help="page slug or path: bert, bert.md, concepts/bert")
     p.add_argument("--section-id", default=None, help="update this section (sec_NNN); omit to create")
     p.add_argument("--title", default=None, help="section heading (required to create)")
     p.add_argument("--description", default=None, help="one line for index.md (required to create)")
@@ -46,6 +54,10 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--keep-body", action="store_true", help="on update, keep the body (no stdin)")
     p.add_argument("--op", default="write-section", help="operation name for the log.md entry")
     p.add_argument("--subject", default=None, help="subject of the log.md entry (e.g. the paper)")
+    p.add_argument("--strict", action="store_true",
+                   help="refuse the write (exit 1, nothing written) when a sentence is contradicted by its sources")
+    p.add_argument("--no-claim-check", action="store_true",
+                   help="skip checking the body's sentences against the sources (lint --claims)")
     p.add_argument("--no-source-check", action="store_true",
                    help="accept sources that are not in raw/ (prints a warning)")
     return p
@@ -79,9 +91,18 @@ def run(args) -> dict:
         known = raw_sources(wiki)
         if not known and args.source:
             raise UsageError(f"{wiki}/raw/ holds no papers: ingest one first (or --no-source-check)")
+    if args.batch:
+        return _run_batch(args, wiki, known, warnings)
+    if not args.page:
+        raise UsageError("--page is required (or --batch with JSON lines on stdin)")
     if not args.section_id and (args.title is None or args.description is None):
         raise UsageError("creating a section needs --title and --description")
     body = _read_body(args)
+    claim_findings = _claim_check(args, wiki, body)
+    if args.strict and any(f["rule"] == "claim-contradicted" for f in claim_findings):
+        return {"status": "refused", "page": args.page, "section_id": args.section_id, "wiki": str(wiki),
+                "reason": "a sentence is contradicted by its sources (--strict)",
+                "claim_findings": claim_findings}
     with WikiWriter(wiki, op=args.op, subject=args.subject, known_sources=known) as w:
         if args.section_id:
             res = w.update_section(
@@ -97,6 +118,8 @@ def run(args) -> dict:
             )
     out = res.to_dict()
     out["wiki"] = str(wiki)
+    if claim_findings is not None:
+        out["claim_findings"] = claim_findings
     if w.recovered is not None:
         warnings.append("an interrupted earlier write was found; index.md and index.json were rebuilt")
     if warnings:
@@ -106,9 +129,58 @@ def run(args) -> dict:
     return out
 
 
+def _claim_check(args, wiki, body: str | None) -> list[dict] | None:
+    """What ``lint --claims`` will say about the body, before it is written (needs the stores:
+    skipped, ``None``, for a wiki with no SQLite store or with ``--no-claim-check``)."""
+    if args.no_claim_check or not body or not body.strip():
+        return None
+    from ..config import load_settings
+
+    settings = load_settings(wiki, dotenv=".env")
+    if not settings.sqlite_path.exists():
+        return None
+    from ..lint_claims import check_body
+
+    sources = list(args.source)
+    if args.section_id and not args.replace_sources:
+        import contextlib
+
+        from ..wikiwrite import find_section
+
+        with contextlib.suppress(Exception):  # an unknown id is the writer's clear error, below
+            sources = list(dict.fromkeys([*find_section(wiki, args.section_id)[1].sources, *sources]))
+    return check_body(settings, body, sources, page=args.page)
+
+
+def _run_batch(args, wiki, known, warnings: list[str]) -> dict:
+    from ..batchwrite import parse_batch, run_batch
+
+    if args.page or args.section_id or args.title or args.description:
+        raise UsageError("--batch takes the writes on stdin; --page/--section-id/--title/"
+                         "--description belong inside each JSON line")
+    if args.body_file:
+        try:
+            text = Path(args.body_file).read_text(encoding="utf-8")
+        except OSError as e:
+            raise UsageError(f"cannot read --body-file: {e}") from None
+    elif sys.stdin is None or sys.stdin.isatty():
+        raise UsageError("--batch reads JSON lines on stdin (or --body-file)")
+    else:
+        text = sys.stdin.read()
+    items = parse_batch(text)
+    op = args.op if args.op != "write-section" else ("ingest" if args.subject else "write-section")
+    out = run_batch(wiki, items, known_sources=known, op=op, subject=args.subject,
+                    default_sources=args.source)
+    out["wiki"] = str(wiki)
+    if warnings:
+        out["warnings"] = warnings
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
-        print_json(run(build_parser().parse_args(argv)))
-        return 0
+        out = run(build_parser().parse_args(argv))
+        print_json(out)
+        return 1 if out.get("status") == "refused" else 0
 
     return run_main(body)

@@ -226,7 +226,9 @@ def _body(mode: str, r: dict[str, Any]) -> tuple[list[str], str, list[str]]:
         shelf = "a tightly linked topic" if r["density"] >= 0.2 else "a loose grouping (more shelf than topic)"
         summary = f"#{r['tag']} has {r['member_count']} pages; density {r['density']:.3f}: {shelf}."
         if not any((m.get("type") or "") == "synthesis" for m in r["members"]):
-            nxt.append(f'wiki-query --file "synthesis of {r["tag"]}"')
+            # wiki-query answers, then files the answer back through write_section.py
+            nxt.append(f'wiki-query "synthesis of {r["tag"]}", then file the answer as a '
+                       f'type: synthesis page')
     else:  # query
         for m in r["matches"]:
             p = m["properties"]

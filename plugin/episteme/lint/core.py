@@ -35,6 +35,7 @@ from ..errors import NotFoundError, UsageError
 from ..wiki.files import STRUCTURAL_FILES
 from ..wiki.schema import Schema, load_schema
 from .rules import (
+    CLAIM_RULES,
     DEFAULT_DATE_FIELDS,
     RULES,
     SEVERITIES,
@@ -113,8 +114,8 @@ def parse_rule_args(values: Iterable[str] | None) -> list[str]:
 
 
 def enabled_rules(schema: Schema, select: Iterable[str] | None = None, disable: Iterable[str] = (),
-                  *, stores: bool = False) -> frozenset[str]:
-    """The rules that run (store rules only with ``stores``)."""
+                  *, stores: bool = False, claims: bool = False) -> frozenset[str]:
+    """The rules that run (store rules only with ``stores``, claim rules only with ``claims``)."""
     if select:
         on = set(select)
     else:
@@ -123,6 +124,8 @@ def enabled_rules(schema: Schema, select: Iterable[str] | None = None, disable: 
         on -= set(disable)
     if not stores:
         on -= STORE_RULES
+    if not claims:
+        on -= CLAIM_RULES
     return frozenset(on)
 
 
@@ -170,8 +173,11 @@ def lint_wiki(
     stores: bool = False,
     settings: Any = None,
     today: _dt.date | None = None,
+    claims: bool = False,
+    since: str | None = None,
 ) -> LintReport:
-    """Run every enabled rule over the wiki at ``wiki``."""
+    """Run every enabled rule over the wiki at ``wiki`` (``claims``: also check the claims of
+    the sections against their papers, :mod:`episteme.lint_claims`; ``since`` limits that)."""
     from ..graph.core import WikiGraph
     from .indexes import check_indexes, log_findings
 
@@ -179,7 +185,7 @@ def lint_wiki(
     if not os.path.isdir(root):
         raise NotFoundError(f"wiki folder not found: {root}")
     schema = load_schema(root)
-    enabled = enabled_rules(schema, select, disable, stores=stores)
+    enabled = enabled_rules(schema, select, disable, stores=stores, claims=claims)
     date_fields = (
         tuple(k for k, s in schema.fields.items() if str(s.get("type", "")).lower() == "date")
         if schema.fields else DEFAULT_DATE_FIELDS
@@ -202,6 +208,10 @@ def lint_wiki(
         from .stores import check_stores
 
         findings.extend(check_stores(root, settings, enabled, sections))
+    if claims and enabled & CLAIM_RULES:
+        from ..lint_claims import lint_hook
+
+        findings.extend(lint_hook(report, settings, sections, since))
     _apply_severity(schema, findings)
     report.findings = sorted((f for f in findings if f.rule in enabled), key=_sort_key)
     return report

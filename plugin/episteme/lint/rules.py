@@ -80,9 +80,14 @@ RULES: dict[str, Rule] = {
                                "embeds and adds the passages that have no vector"),
     "store-model-mismatch": Rule("error", "vectors or papers recorded with another embedding model than configured"),
     "store-unknown-source": Rule("error", "an index.json source that is not a paper in SQLite"),
+    # claims (--claims; episteme.lint_claims)
+    "claim-contradicted": Rule("error", "a sentence of a section that its own source papers contradict"),
+    "claim-unsupported": Rule("warning", "a sentence of a section that no passage of its source papers states"),
+    "claim-misquoted": Rule("warning", "a quote not found verbatim in the section's sources"),
 }
 
 STORE_RULES = frozenset(r for r in RULES if r.startswith("store-"))
+CLAIM_RULES = frozenset(r for r in RULES if r.startswith("claim-"))
 TIER_VALUES = ("pin", *TIERS)
 #: Date fields checked when the wiki has no SCHEMA.md field definitions.
 DEFAULT_DATE_FIELDS = ("created", "updated", "ingested_at", "published_at")

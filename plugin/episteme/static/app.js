@@ -201,9 +201,41 @@
       });
   }
 
+  // per answer: its numbered sources and claims, for the evidence panel
+  const turnData = {};
+  function claimInfo(r, text) {
+    const c = (Array.isArray(r.claims) ? r.claims : []).find((x) => x && x.claim === text);
+    if (!c) return {};
+    return { verdict: c.verdict || (c.supported === false ? "unsupported" : c.supported ? "supported" : undefined),
+      reason: c.reason };
+  }
+  function evidenceFor(turn, n) {
+    const d = turnData[turn];
+    const s = d && d.list[n - 1];
+    if (!s) return null;
+    const claim = s.claims[0] || s.claim || "";
+    return Object.assign({ paper: s.paper, page: s.page, section: s.section, quote: s.quote, passage: s.passage,
+      boxes: s.boxes, similarity: s.similarity, claim: claim }, claimInfo(d.r, claim));
+  }
+  // a claim the tracer rejected (contradicted, unsupported) with the passage it was checked against
+  function claimEvidence(turn, i) {
+    const d = turnData[turn];
+    const c = d && d.rejected[i];
+    if (!c) return null;
+    const items = [].concat(c.evidence || [], c.passages || []).filter((e) => e && e.paper);
+    const e = items.find((x) => x.boxes && x.boxes.length) || items[0];
+    if (!e) return null;
+    return { paper: e.paper, page: e.page, section: e.section, quote: e.quote, passage: e.passage || e.text,
+      boxes: c.boxes && c.boxes.length ? c.boxes : e.boxes, claim: c.claim,
+      verdict: c.verdict || "unsupported", reason: c.reason };
+  }
+
   function renderAnswer(q, r, turn) {
     const unsupported = Array.isArray(r.unsupported_claims) ? r.unsupported_claims : [];
     const { list, cited } = numberSources(r);
+    const rejected = unsupported.map((u) => (Array.isArray(r.claims) ? r.claims : [])
+      .find((c) => c && c.claim === claimText(u)) || (typeof u === "object" ? u : { claim: u }));
+    turnData[turn] = { list: list, r: r, rejected: rejected };
     const sectionPages = {};
     (r.wiki_sections || []).forEach((w) => { if (w.page) sectionPages[w.id] = w.page; });
     const div = document.createElement("div");
@@ -215,7 +247,12 @@
     if (unsupported.length) {
       html += '<div class="unsupported-box" data-testid="unsupported"><strong>Not supported by the sources (' +
         unsupported.length + ")</strong><ul>" +
-        unsupported.map((u) => "<li>" + esc(claimText(u)) + "</li>").join("") + "</ul></div>";
+        unsupported.map((u, i) => {
+          const c = rejected[i] || {};
+          const has = [].concat(c.evidence || [], c.passages || []).some((e) => e && e.paper);
+          return "<li>" + esc(claimText(u)) + (c.verdict ? ' <span class="verdict ' + esc(c.verdict) + '">' + esc(c.verdict) + "</span>" : "") +
+            (has ? ' <button type="button" class="btn small-btn show-claim-evidence" data-claim="' + i + '">show the passage</button>' : "") + "</li>";
+        }).join("") + "</ul></div>";
     }
     if (list.length) {
       html += '<h4 class="sources-title">Sources</h4><ol class="sources" data-testid="sources">' + list.map((s, i) => {
@@ -234,7 +271,8 @@
           esc(s.section || "—") + "</dd><dt>Page</dt><dd>" + esc(s.page || "—") +
           "</dd><dt>Similarity</dt><dd>" + sim + "</dd>" +
           (s.claims.length ? "<dt>Supports</dt><dd>" + s.claims.map((c) => "“" + esc(c) + "”").join("<br>") + "</dd>" : "") +
-          "</dl></div></li>";
+          '</dl><div class="source-actions"><button type="button" class="btn small-btn show-evidence" data-n="' + (i + 1) +
+          '" data-testid="show-evidence">Show on the page</button></div></div></li>';
       }).join("") + "</ol>";
     } else {
       html += '<p class="muted small">' + esc(r.note || "No source passages were traced for this answer.") + "</p>";
@@ -288,16 +326,34 @@
     }
   });
 
+  function openEvidence(turnEl, n, opener) {
+    const e = evidenceFor(turnEl.dataset.turn, Number(n));
+    if (e && window.Evidence) window.Evidence.open(e, opener);
+  }
+
   $("#chat-log").addEventListener("click", (ev) => {
     const cite = ev.target.closest(".cite");
     if (cite) {
       const turn = cite.closest(".turn");
       const li = turn.querySelector('.source[data-n="' + cite.dataset.cite + '"]');
       if (li) { toggleSource(li, true); li.scrollIntoView({ block: "nearest", behavior: "smooth" }); li.classList.add("flash"); setTimeout(() => li.classList.remove("flash"), 900); }
+      openEvidence(turn, cite.dataset.cite, cite);
+      return;
+    }
+    const show = ev.target.closest(".show-evidence");
+    if (show) { openEvidence(show.closest(".turn"), show.dataset.n, show); return; }
+    const rej = ev.target.closest(".show-claim-evidence");
+    if (rej) {
+      const e = claimEvidence(rej.closest(".turn").dataset.turn, Number(rej.dataset.claim));
+      if (e && window.Evidence) window.Evidence.open(e, rej);
       return;
     }
     const head = ev.target.closest(".source-head");
-    if (head) toggleSource(head.closest(".source"));
+    if (head) {
+      const li = head.closest(".source");
+      toggleSource(li);
+      if (li.classList.contains("open")) openEvidence(li.closest(".turn"), li.dataset.n, head);
+    }
   });
 
   // ------------------------------------------------------------------ wiki
@@ -538,6 +594,7 @@
   function stat(v, label) { return '<div class="stat"><b>' + esc(v == null ? "–" : v) + "</b><span>" + esc(label) + "</span></div>"; }
 
   // ------------------------------------------------------------------ start
+  if (window.Evidence) window.Evidence.init({ api: api, token: () => state.token });
   refreshStatus();
   setInterval(refreshStatus, 15000);
   route();

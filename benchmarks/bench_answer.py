@@ -1,0 +1,176 @@
+#!/usr/bin/env python3
+"""Benchmark the offline answer: does it answer the question asked?
+
+    PYTHONPATH=plugin .venv/bin/python benchmarks/bench_answer.py [--write] [--explain]
+
+With the 10 dev papers ingested and written by the offline writer (``ingest --write``'s
+writer, cached under /tmp like benchmarks/bench_trace.py), every question of
+``../shared/data/gold/dev_trace.jsonl`` is asked through the warm query engine
+(:class:`episteme.chat.QueryEngine`, offline mode, the path of ``chat``, ``POST /chat`` and the
+UI), and we measure:
+
+* **hit**: the answer holds a gold-supporting sentence (a run of 6 words of one gold quote,
+  after the normalisation of benchmarks/bench_trace.py), for the 40 supported questions;
+* the same for the old answerer (wiki sentences only), in the same run: the baseline;
+* answer length (words, median), the shortest answer sentence, abstentions on the 8
+  unsupported questions (and false abstentions on the supported ones);
+* recall@5 of the 50 retrieval questions on the same wiki (the writer must not hurt it);
+* chat latency, warm engine, p50 / p95 (2 cores, other work running: see the machine line).
+
+Figures are reported in-sample (all 40), on the TUNE papers the weights were tuned on and on
+the HELD-OUT papers nobody tuned on (the split is by paper: every second paper in sorted
+order), so over-fitting shows as a gap.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "plugin"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import bench_trace  # noqa: E402
+from bench_trace import GOLD, ensure_wiki, ensure_written_wiki, overlaps  # noqa: E402
+
+
+def split_papers(items: list[dict]) -> tuple[set[str], set[str]]:
+    """TUNE = every second paper in sorted order (starting with the first), HELD-OUT = the rest."""
+    papers = sorted({it["paper"] for it in items if it.get("paper")})
+    return set(papers[0::2]), set(papers[1::2])
+
+
+def hit(answer: str, quotes: list[str]) -> bool:
+    return any(overlaps(answer, q) for q in quotes)
+
+
+def run(wiki: Path, explain: bool) -> dict:
+    from episteme.answer import extractive_answer
+    from episteme.chat import QueryEngine
+    from episteme.config import load_settings
+
+    settings = load_settings(wiki, env={}, dotenv=None)
+    engine = QueryEngine(settings)
+    items = [json.loads(x) for x in GOLD.read_text(encoding="utf-8").splitlines() if x.strip()]
+    engine.chat("warm up the engine", mode="offline")
+    rows = []
+    for it in items:
+        t = time.perf_counter()
+        res = engine.chat(it["question"], mode="offline")
+        dt = time.perf_counter() - t
+        retrieved = engine.retrieve(it["question"])
+        old = extractive_answer(it["question"], retrieved["sections"], engine.embedder)["answer"]
+        sents = ([c["sentence"] for c in res.get("citations") or []] if not res.get("abstained")
+                 else [])
+        row = {
+            "id": it["id"], "paper": it.get("paper"), "type": it.get("type"),
+            "supported": not it.get("unsupported"),
+            "answer": res["answer"], "abstained": bool(res.get("abstained")),
+            "hit": hit(res["answer"], it["gold_quotes"]) if it["gold_quotes"] else None,
+            "old_hit": hit(old, it["gold_quotes"]) if it["gold_quotes"] else None,
+            "words": len(re.sub(r"\[sec_\d+\]", "", res["answer"]).split()),
+            "min_sentence_words": min((len(s.split()) for s in sents), default=None),
+            "unsupported_claims": len(res.get("unsupported_claims") or []),
+            "seconds": dt,
+        }
+        if explain:
+            ex = engine.offline.answer(it["question"], retrieved["sections"],
+                                       covered=retrieved.get("covered", True), explain=True)
+            row["candidates"] = ex.get("candidates", [])
+            row["gold_quotes"] = it["gold_quotes"]
+        rows.append(row)
+    engine.close()
+    return {"rows": rows}
+
+
+def rate(rows: list[dict], key: str) -> str:
+    if not rows:
+        return "-"
+    n = sum(bool(r[key]) for r in rows)
+    return f"{n / len(rows):.3f} ({n}/{len(rows)})"
+
+
+def report(data: dict, retrieval: dict, machine: str) -> str:
+    rows = data["rows"]
+    sup = [r for r in rows if r["supported"]]
+    uns = [r for r in rows if not r["supported"]]
+    tune, held = split_papers(sup)
+    parts = {"all 40 (in-sample)": sup, "TUNE papers": [r for r in sup if r["paper"] in tune],
+             "HELD-OUT papers": [r for r in sup if r["paper"] in held]}
+    words = [r["words"] for r in sup if not r["abstained"]]
+    mins = [r["min_sentence_words"] for r in sup if r["min_sentence_words"] is not None]
+    times = sorted(r["seconds"] for r in rows)
+    p95 = times[min(len(times) - 1, int(0.95 * len(times)))]
+    fused = retrieval["metrics"]["fused"]
+    lines = [
+        "# Offline answers (benchmarks/bench_answer.py)",
+        "",
+        f"Machine: {machine}. Other helpers' work was running on the same 2 cores.",
+        "",
+        "Wiki: the 10 dev papers ingested and written by the offline writer (ingest --write's "
+        "writer); questions asked through the warm QueryEngine, offline mode (the path of `chat`, "
+        "`POST /chat`, the UI).",
+        "",
+        "| questions | answer holds a gold sentence (new) | old answerer (wiki sentences only) |",
+        "|---|---|---|",
+    ]
+    for name, rs in parts.items():
+        lines.append(f"| {name} | {rate(rs, 'hit')} | {rate(rs, 'old_hit')} |")
+    lines += [
+        "",
+        f"TUNE papers: {', '.join(sorted(tune))}. HELD-OUT papers: {', '.join(sorted(held))}.",
+        "",
+        "| measure | value | target |",
+        "|---|---|---|",
+        f"| median answer words (supported, answered) | {statistics.median(words) if words else '-'} | ≤ 120 |",
+        f"| shortest answer sentence (words) | {min(mins) if mins else '-'} | ≥ 6 |",
+        f"| supported questions answered 'not covered' | {rate(sup, 'abstained')} | low |",
+        f"| unsupported questions (8) abstained | {rate(uns, 'abstained')} | high |",
+        f"| answers with a claim the trace calls unsupported | "
+        f"{sum(r['unsupported_claims'] > 0 for r in rows if not r['abstained'])} | 0 |",
+        f"| retrieval questions recall@5 (fused) | {fused['recall@5']:.3f} (n={retrieval['n']}) | ≥ 0.92 |",
+        f"| chat warm, in-process engine, p50 / p95 | {statistics.median(times):.2f} s / {p95:.2f} s | p50 ≤ 1.5 s |",
+        "",
+        "Per question (✓ = holds a gold sentence):",
+        "",
+        "| id | type | new | old | words | answer (first 160 chars) |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        mark = "-" if r["hit"] is None else ("✓" if r["hit"] else "✗")
+        old = "-" if r["old_hit"] is None else ("✓" if r["old_hit"] else "✗")
+        ans = " ".join(r["answer"].split())[:160].replace("|", "/")
+        lines.append(f"| {r['id']} | {r['type']} | {mark} | {old} | {r['words']} | {ans} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-answer.md")
+    ap.add_argument("--explain", action="store_true", help="dump scored candidates to stderr JSON")
+    ap.add_argument("--no-retrieval", action="store_true")
+    args = ap.parse_args()
+    wiki = ensure_written_wiki(ensure_wiki())
+    data = run(wiki, args.explain)
+    if args.explain:
+        Path("/tmp/bench_answer_explain.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
+    retrieval = ({"metrics": {"fused": {"recall@5": float("nan")}}, "n": 0} if args.no_retrieval
+                 else bench_trace.evaluate_retrieval(wiki))
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    text = report(data, retrieval, machine)
+    print(text)
+    if args.write:
+        (REPO / "benchmarks" / "RESULTS-answer.md").write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,12 @@
+#!/usr/bin/env python3
+"""The episteme MCP server over stdio (= ``episteme mcp``); what .mcp.json starts."""
+
+import sys
+
+import _bootstrap
+
+_bootstrap.require("mcp", "chromadb", "onnxruntime", "tokenizers", "numpy")
+
+from episteme.mcp_server import main  # noqa: E402
+
+sys.exit(main())

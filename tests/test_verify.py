@@ -1,0 +1,123 @@
+"""The offline verifier: numbers, names, bindings, negation and comparisons read from the text
+of passages (unit level), and verdicts through the tracer on the real Attention + GAN stores."""
+
+from __future__ import annotations
+
+import pytest
+from episteme.trace import Tracer
+from episteme.verify import (
+    CONTRADICTED,
+    SUPPORTED,
+    UNSUPPORTED,
+    Verifier,
+    entities_in,
+    numbers_in,
+    siblings,
+)
+from ingested_wiki import wiki_settings
+
+
+def values(text: str, evidence: bool = False) -> list[set[float]]:
+    return [set(n.values) for n in numbers_in(text, evidence=evidence) if n.lo is None]
+
+
+def test_numbers_read_in_their_formats():
+    assert {28.4} <= values("reaches 28.40 BLEU")[0]
+    assert 0.863 in values("an accuracy of 86.3%")[0]
+    assert 37000.0 in values("about 37,000 tokens")[0]
+    assert 508305.0 in set().union(*values("508, 305 papers", evidence=True))
+    assert 4.5e6 in values("4.5 million pairs")[0] and 4.5e6 in values("4.5M pairs")[0]
+    assert values("three weeks")[0] == {3.0}
+    assert values("a third as many")[0] == {round(1 / 3, 6)}
+    assert 0.75 in set().union(*values("the 3 4 th power", evidence=True))
+    assert 0.75 in values("the power 3/4")[0]
+    assert values("ResNet-152 and RNNsearch-50 on newstest2014") == []  # digits inside names
+    assert values("see Table 2 and Figure 4") == []  # labels, not values
+    assert values("5e-5")[0] == {5e-05}
+
+
+def test_names_by_form():
+    got = [e.text for e in entities_in("The base Transformer reaches 27.3 BLEU on the English-to-German "
+                                       "test with ViT-L/16 and P4, but not on MNIST.")]
+    assert got == ["Transformer", "BLEU", "English-to-German", "ViT-L/16", "P4", "MNIST"]
+    assert entities_in("English-to-German")[0].key == entities_in("English-German")[0].key
+    assert siblings("ViT-Large", "ViT-Huge") and siblings("P3", "P4")
+    assert siblings("RNNsearch-50", "RNNencdec-50") and siblings("English-German", "English-French")
+    assert not siblings("MNIST", "TFD") and not siblings("GPU", "GPUs")
+
+
+def verdict(claim: str, *texts: str, **kw) -> dict:
+    return Verifier(**kw).verify(claim, [{"text": t, "score": 1.0} for t in texts])
+
+
+def test_number_contradicted_with_the_passage_value():
+    p = "We use a window half-size D of 10 for local attention."
+    v = verdict("Local attention uses a window half-size D of 50.", p)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "number_mismatch"
+    assert "50" in v["reason"]["text"] and "10" in v["reason"]["text"]
+    assert verdict("Local attention uses a window half-size D of ten.", p)["verdict"] == SUPPORTED
+
+
+def test_value_bound_to_another_row_or_column():
+    table = ("Model Layers Hidden size D MLP size Heads Params ViT-Base 12 768 3072 12 86M "
+             "ViT-Large 24 1024 4096 16 307M ViT-Huge 32 1280 5120 16 632M Table 1: model variants.")
+    assert verdict("ViT-Large has 24 layers and 307M parameters.", table)["verdict"] == SUPPORTED
+    v = verdict("ViT-Huge has 24 layers and 307M parameters.", table)
+    assert v["verdict"] == CONTRADICTED and "ViT-Large" in v["reason"]["text"]
+    cols = "Model MNIST TFD DBN [3] 138 ± 2 1909 ± 66 Adversarial nets 225 ± 2 2057 ± 26 Table 1"
+    assert verdict("Adversarial nets reach 2057 ± 26 on TFD.", cols)["verdict"] == SUPPORTED
+    v = verdict("Adversarial nets reach 2057 ± 26 on MNIST.", cols)
+    assert v["verdict"] == CONTRADICTED and "TFD" in v["reason"]["text"]
+
+
+def test_negation_and_comparison_direction():
+    p = "We do not use dropout in any of the ImageNet models we train."
+    assert verdict("The ImageNet models are trained without dropout.", p)["verdict"] == SUPPORTED
+    v = verdict("The ImageNet models are trained with dropout.", p)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "negation"
+    c = "In terms of complexity, self-attention layers are faster than recurrent layers when n < d."
+    assert verdict("A self-attention layer is cheaper than a recurrent layer.", c)["verdict"] == SUPPORTED
+    v = verdict("A recurrent layer is cheaper than a self-attention layer.", c)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "comparison"
+    e = "The 1202-layer network has a test error worse than that of the 110-layer network."
+    assert verdict("The 1202-layer network has a higher test error than the 110-layer network.",
+                   e)["verdict"] == SUPPORTED
+
+
+def test_unknown_name_unsupported_and_quote_is_verbatim():
+    p = "We evaluate parsing on the Penn Treebank only, Section 23 of the WSJ portion."
+    v = verdict("The parser was evaluated on the Penn Chinese Treebank.", p,
+                in_scope=lambda name: name.lower() in p.lower())
+    assert v["verdict"] == UNSUPPORTED and "Chinese" in v["reason"]["text"]
+    v = verdict("The ImageNet models are trained with dropout.",
+                "Training details follow. We do not use dropout in the ImageNet models. Done.")
+    a, b = v["span"]
+    assert "Training details follow. We do not use dropout in the ImageNet models. Done."[a:b] == \
+        "We do not use dropout in the ImageNet models."
+
+
+@pytest.fixture
+def tracer(ingested_wiki, embedder):
+    t = Tracer(wiki_settings(ingested_wiki), embedder=embedder)
+    yield t
+    t.store.close()
+
+
+def test_trace_verdicts_on_real_papers(tracer):
+    res = tracer.trace(
+        "The Transformer (big) reaches 28.4 BLEU on the WMT 2014 English-to-German task. "
+        "The Transformer (big) reaches 34.2 BLEU on the WMT 2014 English-to-German task. "
+        "Dropout was not applied in training the discriminator net.")
+    c = res["claims"]
+    assert [x["verdict"] for x in c] == [SUPPORTED, CONTRADICTED, CONTRADICTED]
+    assert c[1]["reason"]["code"] == "number_mismatch" and "34.2" in c[1]["reason"]["text"]
+    # the contradicting quote is a verbatim span of the cited passage, and it is cited first
+    for x in c:
+        assert x["supported"] == (x["verdict"] == SUPPORTED)
+        assert x["passages"][0]["quote"] in x["passages"][0]["passage"]
+        assert [p["rank"] for p in x["passages"]] == list(range(1, len(x["passages"]) + 1))
+    assert "28.4" in c[1]["evidence"]["quote"]
+    assert res["contradicted_claims"] == [c[1]["claim"], c[2]["claim"]]
+    assert set(res["unsupported_claims"]) == {c[1]["claim"], c[2]["claim"]}
+    # sources list only supported claims' passages
+    assert all(s["claim"] == c[0]["claim"] for s in res["sources"])
