@@ -2,7 +2,7 @@
 PY ?= python3
 VENV ?= .venv
 
-.PHONY: setup test demo lint
+.PHONY: setup test test-portable demo lint
 
 NPM_PREFIX ?= $(HOME)/.cache/episteme-npm
 
@@ -16,7 +16,16 @@ setup:
 # Set up (venv, dependencies, embedding model, chromium) and run the whole test suite.
 test: setup
 	$(VENV)/bin/python -m ruff check plugin tests benchmarks
+	PYTHONPATH=plugin $(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -n 2 -q
+	$(MAKE) test-portable
+
+# The light suite (graph, lint, wiki writes) as on Windows: no fcntl, no os.fork (see
+# tests/helpers/no_fork_no_fcntl); tests/test_portable.py compares its answers with Linux's.
+test-portable:
+	PYTHONPATH=tests/helpers/no_fork_no_fcntl:plugin $(VENV)/bin/python -m pytest -q -p no:xdist \
+		tests/test_graph.py tests/test_graph_lean.py tests/test_pages.py tests/test_querylang.py \
+		tests/test_lint.py tests/test_wiki_model.py tests/test_wikiindex.py tests/test_wikiwrite.py
 
 # The main job end to end: ingest the shipped sample paper into a fresh wiki, then ask it.
 demo:

@@ -9,7 +9,6 @@ pytest-xdist workers share one build; each test then gets its own copy (``ingest
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -66,6 +65,8 @@ def cached_build(name: str, done: str) -> Iterator[Path | None]:
     the block ends without an error.  ``name`` is ``<kind>-<key of the code and inputs>``:
     folders of the same kind and another key, a day old (other sessions may still use them),
     are removed then."""
+    import fcntl  # (here: the light suite imports this module under a stand-in without fcntl)
+
     root = cache_root()
     target = root / name
     with open(root / f"{name}.lock", "w") as lock:

@@ -104,6 +104,9 @@ def build_broken_wiki(root: Path) -> dict[str, tuple[str, int | None]]:
     )
     files["paper.md"] = _page("Paper", paper_body, type_="paper")
     files["zz-dup.md"] = _page("Zz Dup", BACK + "\n" + _marker("sec_001", "A copy.", ["gan.pdf"]) + "\n## Copy\n\nCopied.\n")
+    # a section written twice (what a write re-run after a crash left): same heading, same sources
+    twice = _marker("sec_005", "GAN summary.", ["gan.pdf"]) + "\n## Summary\n\nGANs.\n\n"
+    files["twice.md"] = _page("Twice", BACK + "\n" + twice + twice.replace("sec_005", "sec_006"))
     files["broken.md"] = _page("Broken", BACK + '\n<!-- section {"id": "bad"} -->\n## Broken\n\nText.\n')
     index_md = (
         "# Index\n\nHand-kept header.\n\n"
@@ -111,12 +114,14 @@ def build_broken_wiki(root: Path) -> dict[str, tuple[str, int | None]]:
         "## sec_002\nUnsourced claim.\nPage: paper.md\nSource:\n\n"
         "## sec_003\nAn outdated description.\nPage: paper.md\nSource: attention.pdf\n\n"
         "## sec_001\nWhat attention is.\nPage: paper.md\nSource: attention.pdf\n\n"
-        "## sec_090\nGone.\nPage: paper.md\nSource: attention.pdf\n"
+        "## sec_090\nGone.\nPage: paper.md\nSource: attention.pdf\n\n"
+        "## sec_005\nGAN summary.\nPage: twice.md\nSource: gan.pdf\n\n"
+        "## sec_006\nGAN summary.\nPage: twice.md\nSource: gan.pdf\n"
     )
     files["index.md"] = index_md
     files["index.json"] = (
         '{\n  "sec_001": ["attention.pdf"],\n  "sec_002": [],\n  "sec_003": ["attention.pdf"],\n'
-        '  "sec_091": ["gan.pdf"]\n}\n'
+        '  "sec_091": ["gan.pdf"],\n  "sec_005": ["gan.pdf"],\n  "sec_006": ["gan.pdf"]\n}\n'
     )
     files["log.md"] = (
         "# Log\n\n## [2026-11-01] ingest | attention.pdf\n- pages: paper.md\n- created: sec_001\n\n"
@@ -126,6 +131,10 @@ def build_broken_wiki(root: Path) -> dict[str, tuple[str, int | None]]:
         p = root / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text, encoding="utf-8")
+    # a page that is a symlink to a file outside the wiki: listed as not read, never read
+    outside = root.parent / f"{root.name}-outside.txt"
+    outside.write_text("---\ntitle: Secret\n---\nnot wiki content\n", encoding="utf-8")
+    (root / "outside.md").symlink_to(outside)
     (root / ".episteme").mkdir(exist_ok=True)
     (root / ".episteme" / "pending-write.json").write_text('{"pid": 1, "op": "ingest"}\n', encoding="utf-8")
 
@@ -148,6 +157,8 @@ def build_broken_wiki(root: Path) -> dict[str, tuple[str, int | None]]:
         "fm-tier-override": ("tier.md", line_of(files["tier.md"], "tier_override:")),
         "schema-invalid": ("SCHEMA.md", line_of(SCHEMA, "disable:")),
         "section-marker-invalid": ("broken.md", line_of(files["broken.md"], '<!-- section {"id": "bad"}')),
+        "page-unreadable": ("outside.md", None),
+        "section-duplicate": ("twice.md", line_of(files["twice.md"], '"sec_006"')),
         "section-duplicate-id": ("zz-dup.md", line_of(files["zz-dup.md"], "<!-- section")),
         "section-not-in-index": ("paper.md", line_of(paper, '"sec_004"')),
         "index-stale-entry": ("index.md", line_of(index_md, "## sec_090")),

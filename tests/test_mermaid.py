@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from episteme import graph as G
-from episteme.graph_format import MERMAID_MAX_EDGES, render_mermaid
+from episteme.graph.format import MERMAID_MAX_EDGES, render_mermaid
 from ingested_wiki import cache_root, cached_build
 
 HERE = Path(__file__).resolve().parent / "mermaid"

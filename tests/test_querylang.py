@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from episteme.errors import UsageError
-from episteme.querylang import (
+from episteme.graph.querylang import (
     QuerySyntaxError,
     field_value,
     parse_query,

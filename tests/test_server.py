@@ -283,11 +283,11 @@ def test_graph_matches_the_command(live):
     from episteme.commands.graph import graph_query
 
     status, body, _ = request("GET", live.url + "/graph?mode=stats")
-    assert status == 200 and body == graph_query(live.settings.wiki, "stats", jobs=1)
+    assert status == 200 and body == graph_query(live.settings.wiki, "stats")
     seed = "papers/attention-is-all-you-need.md"
     status, nb, _ = request("GET", f"{live.url}/graph?mode=neighbors&seed={seed}&depth=1")
     assert status == 200 and nb["seed"] == seed and nb["count"] >= 3
-    assert nb == graph_query(live.settings.wiki, "neighbors", seed=seed, depth=1, jobs=1)
+    assert nb == graph_query(live.settings.wiki, "neighbors", seed=seed, depth=1)
     # the same page through the command line: identical JSON
     proc = subprocess.run([sys.executable, "-m", "episteme.cli", "graph", "--wiki",
                            str(live.settings.wiki), "--mode", "neighbors", "--seed", seed],

@@ -21,6 +21,7 @@ import re
 from collections.abc import Sequence
 
 from .errors import EpistemeError
+from .wiki.links import display_text
 
 MAX_SECTION_CHARS = 6000  # per section in the prompt: bounded prompt size
 EXTRACTIVE_SENTENCES = 3
@@ -141,7 +142,7 @@ def answer_with_claude(settings, question: str, sections: Sequence[dict], *, cli
 def _sentences(text: str) -> list[str]:
     from .passages import split_sentences
 
-    clean = re.sub(r"\[\[([^\]|]*\|)?([^\]]*)\]\]", r"\2", text or "")  # [[link|label]] -> label
+    clean = display_text(text or "")  # [[link|label]] -> label
     # Each list item, heading and paragraph is its own block, so a list of topic names never
     # runs together into one pseudo-sentence.
     blocks = re.split(r"\n\s*\n|\n(?=\s*(?:[-*>]|#+|\d+\.)\s)", clean)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 import re
 import tempfile
@@ -86,7 +85,8 @@ def append_text(path: str | os.PathLike, text: str) -> None:
 
 @contextlib.contextmanager
 def wiki_lock(wiki: str | os.PathLike, timeout: float = 600.0) -> Iterator[None]:
-    """Hold the wiki's exclusive writer lock (``<wiki>/.episteme/write.lock``, ``flock``).
+    """Hold the wiki's exclusive writer lock (``<wiki>/.episteme/write.lock``; ``flock``, or
+    ``msvcrt.locking`` on Windows).
 
     Re-entrant within one process (nested writers in one pipeline do not deadlock).  Waits up to
     ``timeout`` seconds for another process, then raises a clear error.
@@ -105,27 +105,60 @@ def wiki_lock(wiki: str | os.PathLike, timeout: float = 600.0) -> Iterator[None]
     fd = os.open(lock_dir / "write.lock", os.O_RDWR | os.O_CREAT, 0o644)
     deadline = time.monotonic() + timeout
     try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except OSError as e:
-                if e.errno not in (errno.EAGAIN, errno.EACCES):
-                    raise
-                if time.monotonic() > deadline:
-                    raise EpistemeError(
-                        f"another episteme process holds the write lock of {wiki} "
-                        f"(waited {timeout:.0f} s)"
-                    ) from None
-                time.sleep(0.05)
+        while not _try_lock(fd):
+            if time.monotonic() > deadline:
+                raise EpistemeError(
+                    f"another episteme process holds the write lock of {wiki} "
+                    f"(waited {timeout:.0f} s)"
+                ) from None
+            time.sleep(0.05)
         _HELD[key] = 1
         try:
             yield
         finally:
             _HELD.pop(key, None)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            _unlock(fd)
     finally:
         os.close(fd)
+
+
+def _try_lock(fd: int) -> bool:
+    """Take the exclusive lock on the open file ``fd`` without waiting; ``False`` when another
+    process holds it.  ``fcntl.flock`` where it exists (Linux, macOS, BSD), else
+    ``msvcrt.locking`` on the file's first byte (Windows).  The platform module is imported
+    here, not at the top, so that importing this module works everywhere."""
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+        except OSError as e:
+            if e.errno in (errno.EACCES, errno.EDEADLK, errno.EAGAIN):
+                return False
+            raise
+        return True
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        if e.errno in (errno.EAGAIN, errno.EACCES):
+            return False
+        raise
+    return True
+
+
+def _unlock(fd: int) -> None:
+    try:
+        import fcntl
+    except ImportError:
+        import msvcrt
+
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+        return
+    fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 _HELD: dict[str, int] = {}

@@ -30,7 +30,7 @@ section misses the cache.  When a key changes because a source was removed or re
 another hash, each claim that the old result held supported on that paper and that is no longer
 supported says so (``lost_support`` in ``data`` and in the message).
 
-Heavy side, like :mod:`episteme.lint_stores`: imported only with ``--claims``.
+Heavy side, like :mod:`episteme.lint.stores`: imported only with ``--claims``.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .lint_rules import Finding, finding
+from .lint.rules import Finding, finding
 from .sections import HEADING_RE, MARKER_RE
 
 #: Bump when what a cached result means changes (claim splitting, result layout).

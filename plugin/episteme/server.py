@@ -492,9 +492,9 @@ def section_pages(wiki: Path, section_ids: list[str]) -> list[dict]:
 
 
 def _tags(props: dict) -> list[str]:
-    from .graph import _tags_of
+    from .wiki.frontmatter import frontmatter_tags
 
-    return _tags_of(props)
+    return frontmatter_tags(props)
 
 
 def list_pages(wiki: Path) -> list[dict]:
@@ -502,7 +502,7 @@ def list_pages(wiki: Path) -> list[dict]:
     from .pages import scan_wiki
 
     out = []
-    for p in scan_wiki(wiki, jobs=1):
+    for p in scan_wiki(wiki):
         t = p.props.get("type")
         out.append({
             "page": p.id,
@@ -514,24 +514,41 @@ def list_pages(wiki: Path) -> list[dict]:
     return out
 
 
+#: The longest page argument accepted (a path of a few folders and a long title fits easily).
+MAX_PAGE_ARG = 1024
+
+
 def _page_file(wiki: Path, page: str) -> str | None:
     """``page`` as a page id if it names a page file directly (path-checked), else None."""
-    from .fsutil import safe_join
-    from .pages import RAW_DIR, STRUCTURAL_FILES
+    from .wiki.files import RAW_DIR, is_structural
 
     page = page.strip().replace("\\", "/")
     cands = [page] if page.endswith(".md") else [page + ".md", page]
     for cand in cands:
-        target = safe_join(wiki, cand)  # rejects ../, absolute paths, escaping symlinks
+        target = _contained(wiki, cand)  # rejects ../, absolute paths, escaping symlinks
         rel = target.relative_to(wiki.resolve()).as_posix()
         parts = rel.split("/")
         if any(p.startswith(".") for p in parts) or parts[0] == RAW_DIR:
             raise NotFoundError(f"{page!r} is not a wiki page")
-        if rel in STRUCTURAL_FILES or not rel.endswith(".md"):
+        if (len(parts) == 1 and is_structural(rel)) or not rel.endswith(".md"):
             continue
-        if target.is_file():
-            return rel
+        try:
+            if target.is_file():
+                return rel
+        except OSError:  # e.g. a name longer than the file system allows: no such page
+            continue
     return None
+
+
+def _contained(wiki: Path, rel: str) -> Path:
+    """``safe_join`` for a request: the real path of ``rel`` inside the wiki, a name the file
+    system refuses (too long, ...) is simply no page."""
+    from .fsutil import safe_join
+
+    try:
+        return safe_join(wiki, rel)
+    except OSError as e:
+        raise NotFoundError(f"no page matches {rel[:80]!r} ({e.strerror})") from None
 
 
 def read_wiki_page(wiki: Path, page: str) -> dict:
@@ -539,15 +556,23 @@ def read_wiki_page(wiki: Path, page: str) -> dict:
     from .graph import WikiGraph
     from .pages import parse_frontmatter
     from .sections import parse_page
+    from .wiki.files import read_bytes
 
     wiki = Path(wiki)
     if not page or "\x00" in page:
         raise UsageError("empty page name")
+    if len(page) > MAX_PAGE_ARG:
+        raise UsageError(f"page name longer than {MAX_PAGE_ARG} characters")
     pid = _page_file(wiki, page)
-    g = WikiGraph.build(wiki, jobs=1)
+    g = WikiGraph.build(wiki)
     if pid is None:
         pid = g.ids[g.find_page(page)]  # a title, alias or stem, as a [[link]] would say it
-    text = (wiki / pid).read_text(encoding="utf-8", errors="replace")
+    # every lookup ends here: the real path must be inside the wiki, a regular file, capped
+    path = _contained(wiki, pid)
+    try:
+        text = read_bytes(str(path)).decode("utf-8", "replace")
+    except OSError as e:
+        raise NotFoundError(f"{pid} cannot be read: {e.strerror or e}") from None
     fm = parse_frontmatter(text.encode("utf-8"))
     parsed = parse_page(text, strict=False)
     node = g.index.get(pid)
@@ -887,9 +912,9 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         if format not in ("json", "mermaid"):
             raise UsageError("format must be json or mermaid")
         result = graph_query(settings.wiki, mode, seed=seed, depth=depth, src=src, dst=dst,
-                             tag=tag, query=query, sort=sort, limit=limit, tier=tier, jobs=1)
+                             tag=tag, query=query, sort=sort, limit=limit, tier=tier)
         if format == "mermaid":  # the diagram, as `episteme graph --format mermaid` prints it
-            from .graph_format import render_mermaid
+            from .graph.format import render_mermaid
 
             return PlainTextResponse(render_mermaid(mode, result), media_type="text/plain")
         return result

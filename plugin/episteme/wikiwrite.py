@@ -55,6 +55,8 @@ from .sections import (
     section_number,
     split_frontmatter,
 )
+from .wiki.files import is_structural
+from .wiki.frontmatter import NEVER_CLOSED_ERROR, parse_frontmatter, yaml_frontmatter
 from .wikiindex import (
     INDEX_JSON,
     INDEX_MD,
@@ -76,7 +78,6 @@ from .wikiindex import (
 
 PAGE_TYPES = ("paper", "concept", "method", "entity", "comparison", "synthesis", "note")
 DEFAULT_PAGE_TYPE = "concept"
-STRUCTURAL_FILES = frozenset({"index.md", "log.md", "schema.md"})  # at the wiki root, any case
 MAX_TITLE_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1000
 MAX_BODY_CHARS = 200_000
@@ -112,7 +113,7 @@ def resolve_page(wiki: str | os.PathLike, page: str) -> tuple[str, Path]:
     rel = stem + ".md"
     if parts[0].lower() == "raw":
         raise UsageError(f"raw/ holds source papers, not wiki pages: {page!r}")
-    if len(parts) == 1 and rel.lower() in STRUCTURAL_FILES:
+    if len(parts) == 1 and is_structural(rel):
         raise UsageError(f"{rel} is a structural wiki file, not a page")
     path = safe_join(wiki, rel)
     if path.exists() and not path.is_file():
@@ -248,18 +249,14 @@ def raw_sources(wiki: str | os.PathLike) -> set[str]:
 
 
 def load_frontmatter(yaml_text: str | None, page: str = "page") -> dict[str, Any]:
-    """Parse a page's frontmatter YAML into a dict (empty when absent); refuse to continue on
-    YAML we cannot read rather than overwrite what a person wrote."""
+    """Parse a page's frontmatter YAML into a dict (empty when absent) with the reader graph
+    and lint use; refuse to continue on YAML we cannot read rather than overwrite what a
+    person wrote."""
     if yaml_text is None or not yaml_text.strip():
         return {}
-    try:
-        data = yaml.safe_load(yaml_text)
-    except yaml.YAMLError as e:
-        raise EpistemeError(f"{page}: frontmatter is not valid YAML ({e.__class__.__name__}); fix it by hand first") from None
-    if data is None:
-        return {}
-    if not isinstance(data, dict):
-        raise EpistemeError(f"{page}: frontmatter is not a YAML mapping; fix it by hand first")
+    data, error, _ = yaml_frontmatter(yaml_text)
+    if error:
+        raise EpistemeError(f"{page}: frontmatter is not valid YAML ({error}); fix it by hand first")
     return data
 
 
@@ -635,6 +632,8 @@ def load_page(wiki: str | os.PathLike, page: str) -> tuple[str, ParsedPage, dict
         parsed = parse_page(text, strict=True)
     except SectionFormatError as e:
         raise EpistemeError(f"{rel}: {e}; fix the marker by hand or run episteme lint") from None
+    if parsed.frontmatter_text is None and parse_frontmatter(text).error == NEVER_CLOSED_ERROR:
+        raise EpistemeError(f"{rel}: {NEVER_CLOSED_ERROR}; fix it by hand first")
     return rel, parsed, load_frontmatter(parsed.frontmatter_text, rel)
 
 

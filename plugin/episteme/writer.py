@@ -45,7 +45,6 @@ WRITERS = ("auto", "claude", "extractive")
 SKIPPED_KINDS = frozenset({"references", "front", "table", "figure", "algorithm", "footnote"})
 MIN_SECTION_CHARS = 200  # shorter sections (bare parent headings, stubs) are not written
 PAPERS_FOLDER = "papers"
-_LINK_RE = re.compile(r"\[\[([^\[\]\n]*)\]\]")
 _LINK_TARGET_OK = re.compile(r"^[\w][\w .,'()&+-]*(?:/[\w][\w .,'()&+-]*)?$")
 
 
@@ -118,12 +117,11 @@ class WritePlan:
 
 
 def link_targets(body: str) -> list[str]:
-    """The page parts of the ``[[target|label]]`` links in ``body``."""
-    out = []
-    for m in _LINK_RE.finditer(body):
-        target = m.group(1).split("|", 1)[0].split("#", 1)[0].strip()
-        out.append(target)
-    return out
+    """The page parts of the ``[[target|label]]`` links in ``body``, as graph and lint read
+    them (:mod:`episteme.wiki.links`: embeds and code are not links)."""
+    from .wiki.links import scan_links
+
+    return list(scan_links(body.encode("utf-8", "surrogatepass")).targets)
 
 
 def check_links(body: str) -> None:

@@ -6,7 +6,6 @@ cached, so the answer always reflects the files.  Imports only the standard libr
 
 from __future__ import annotations
 
-import argparse
 import datetime as _dt
 import os
 import sys
@@ -20,43 +19,9 @@ FORMATS = ("json", "text", "mermaid")
 FOCUS_MODES = ("query", "hubs", "orphans", "cluster")
 
 
-class _HelpFormatter(argparse.HelpFormatter):
-    """argparse's help formatter, asking for the terminal width only when help is formatted.
-
-    Why: argparse builds a formatter in every ``add_argument`` (to check the metavar), and the
-    stock one looks the width up at once, importing ``shutil`` (with ``bz2``, ``lzma``...:
-    ~2 ms of a command measured against a bare file scan).  The width is the stock one:
-    ``shutil.get_terminal_size().columns - 2``, from which ``_max_help_position`` follows."""
-
-    def __init__(self, prog, indent_increment=2, max_help_position=24, width=None, **kwargs):
-        lazy = width is None
-        super().__init__(prog, indent_increment, max_help_position, 10_000 if lazy else width, **kwargs)
-        if lazy:
-            del self._width, self._max_help_position
-            self._help_position_cap = max_help_position
-        self._lazy_width = lazy
-
-    def __getattr__(self, name: str):
-        if name in ("_width", "_max_help_position") and self.__dict__.get("_lazy_width"):
-            import shutil
-
-            width = shutil.get_terminal_size().columns - 2
-            self._width = width
-            self._max_help_position = min(self._help_position_cap, max(width - 20, self._indent_increment * 2))
-            self._lazy_width = False
-            return self.__dict__[name]
-        raise AttributeError(name)
-
-
-#: the --jobs help of every command that scans the wiki (pages.default_jobs decides)
-JOBS_HELP = ("scan processes (default: $EPISTEME_JOBS, else one per 4000 pages from 8000 pages on, "
-             "at most one per usable CPU)")
-
-
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(
         prog=prog_name("graph", "graph_query.py"),
-        formatter_class=_HelpFormatter,
         description="Structural queries over the wiki's [[link]] graph (JSON on stdout).",
     )
     p.add_argument("--wiki", help="wiki folder (default: $WIKI_PATH, else ./wiki)")
@@ -77,11 +42,6 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--query", help='query: e.g. "type: entity AND updated > 2025-01"')
     p.add_argument("--sort", help="query: F ascending or -F descending (default -updated)")
     p.add_argument("--today", help="reference date for tiers, YYYY-MM-DD (default: today)")
-    p.add_argument(
-        "--jobs",
-        type=int,
-        help=JOBS_HELP,
-    )
     return p
 
 
@@ -99,15 +59,9 @@ def graph_query(
     limit: int | None = None,
     tier: str | None = None,
     today: _dt.date | None = None,
-    jobs: int | None = None,
-    hold: list | None = None,
 ) -> dict:
     """The JSON result of one graph query (what ``--format json`` prints).  The HTTP API calls
-    this too, so the command and ``GET /graph`` can never disagree.
-
-    ``hold``: a list the graph is appended to, so that it outlives this call: a one-shot
-    process that ends with ``os._exit`` (graph_query.py) then never pays for freeing its
-    hundreds of thousands of objects one by one (~4 ms at 10k pages)."""
+    this too, so the command and ``GET /graph`` can never disagree."""
     if mode not in MODES:
         raise UsageError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
     if tier is not None and tier not in ("active", "archived", "frozen", "all"):
@@ -121,7 +75,7 @@ def graph_query(
             raise UsageError(f"--mode {mode} needs --{name}")
     q = None
     if mode == "query":
-        from ..querylang import QuerySyntaxError, parse_query
+        from ..graph.querylang import QuerySyntaxError, parse_query
 
         try:
             q = parse_query(query)  # fail on syntax before reading a single page
@@ -130,9 +84,7 @@ def graph_query(
 
     from .. import graph as G
 
-    g = G.WikiGraph.build(wiki, today=today, jobs=jobs, keep_links=False)
-    if hold is not None:
-        hold.append(g)
+    g = G.WikiGraph.build(wiki, today=today, keep_links=False)
     if tier is None and mode in FOCUS_MODES and g.tiers_enabled:
         tier = "active"
     if tier == "all":
@@ -157,7 +109,7 @@ def graph_query(
     return {"mode": mode, **result, "scanned": scanned, "wiki": os.path.abspath(wiki)}
 
 
-def _run(argv: list[str], hold: list | None = None) -> int:
+def _run(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     mode = args.mode
     if args.format == "mermaid" and mode not in ("neighbors", "shortest-path", "cluster"):
@@ -168,24 +120,23 @@ def _run(argv: list[str], hold: list | None = None) -> int:
     result = graph_query(
         wiki, mode, seed=args.seed, depth=args.depth, src=args.src, dst=args.dst, tag=args.tag,
         query=args.query, sort=args.sort, limit=args.limit, tier=args.tier, today=today,
-        jobs=args.jobs, hold=hold,
     )
     scanned = result["scanned"]
 
     if args.format == "json":
         print_json(result)
     elif args.format == "text":
-        from ..graph_format import render_text
+        from ..graph.format import render_text
 
         sys.stdout.write(render_text(mode, result, scanned))
     else:
-        from ..graph_format import render_mermaid
+        from ..graph.format import render_mermaid
 
         sys.stdout.write(render_mermaid(mode, result))
     return 0
 
 
-def main(argv: list[str] | None = None, *, hold: list | None = None) -> int:
-    """The command.  ``hold``: see :func:`graph_query` (for a caller that exits right after)."""
+def main(argv: list[str] | None = None) -> int:
+    """The command (exit status: 0 answered, 1 not found, 2 usage error)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return run_main(lambda: _run(argv, hold), json_errors=lambda: format_is_json(argv, default=True))
+    return run_main(lambda: _run(argv), json_errors=lambda: format_is_json(argv, default=True))

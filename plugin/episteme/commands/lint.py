@@ -11,27 +11,21 @@ line), ``json`` (``{"findings": [...], "summary": {...}, "fixes": [...]}``) and 
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
+from typing import Any
 
 from ..cliutil import ArgumentParser, date_arg, format_is_json, print_json, prog_name, run_main
 from ..errors import UsageError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only (typing costs start-up time)
-    from typing import Any
 
 FORMATS = ("text", "json", "github")
 _GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def build_parser() -> ArgumentParser:
-    # (from graph: the --jobs help, and a formatter that asks for the terminal width only for help)
-    from .graph import JOBS_HELP, _HelpFormatter
-
     p = ArgumentParser(
         prog=prog_name("lint", "wiki_lint.py"),
-        formatter_class=_HelpFormatter,
         description="Check the wiki's links, frontmatter, sections, indexes and log (and with --stores "
         "its SQLite/Chroma stores). Exit 0 = no errors, 1 = errors, 2 = usage error.",
     )
@@ -49,7 +43,6 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--disable", action="append", metavar="R", help="skip these rules (in addition to SCHEMA.md)")
     p.add_argument("--list-rules", action="store_true", help="print every rule id with its severity and exit")
     p.add_argument("--today", help="reference date for memory tiers, YYYY-MM-DD (default: today)")
-    p.add_argument("--jobs", type=int, help=JOBS_HELP)
     p.add_argument("--sqlite-path", help="--stores: SQLite file (default: <wiki>/.episteme/sections.db)")
     p.add_argument("--chroma-path", help="--stores: Chroma folder (default: <wiki>/.episteme/chroma)")
     p.add_argument("--chroma-host", help="--stores: a Chroma server host")
@@ -67,9 +60,9 @@ def _settings(args, wiki: str):
     )
 
 
-def _run(argv: list[str], hold: list | None = None) -> int:
+def _run(argv: list[str]) -> int:
     from .. import lint as L
-    from ..lint_rules import RULES
+    from ..lint.rules import RULES
 
     args = build_parser().parse_args(argv)
     if args.list_rules:
@@ -83,8 +76,6 @@ def _run(argv: list[str], hold: list | None = None) -> int:
         return 0
     select = L.parse_rule_args(args.rule)
     disable = L.parse_rule_args(args.disable)
-    if args.jobs is not None and args.jobs < 1:
-        raise UsageError("--jobs must be >= 1")
     today = date_arg(args.today, "--today")
     if args.since and not args.claims:
         raise UsageError("--since only applies with --claims")
@@ -98,18 +89,16 @@ def _run(argv: list[str], hold: list | None = None) -> int:
 
     started = time.monotonic()
     opts: dict[str, Any] = dict(select=select or None, disable=disable, stores=args.stores, settings=settings,
-                                today=today, jobs=args.jobs)
+                                today=today)
     if args.claims:
         opts.update(claims=True, since=args.since)
     report = L.lint_wiki(wiki, **opts)
     fixes: list[dict[str, Any]] = []
     if args.fix:
         fixes = L.apply_fixes(wiki, report, settings=settings)
-        if fixes:
+        if any(fx.get("fix") != "skip" for fx in fixes):
             report = L.lint_wiki(wiki, **opts)
     elapsed = time.monotonic() - started
-    if hold is not None:
-        hold.append(report)
 
     if args.format == "json":
         summary = report.summary()
@@ -126,13 +115,26 @@ def _run(argv: list[str], hold: list | None = None) -> int:
     return 1 if report.counts()["error"] else 0
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _visible(text: str) -> str:
+    """``text`` on one line with control characters shown as escapes (``\\n``, ``\\x1b``): a
+    file name or message must not start a new output line (a CI log reads a line starting
+    ``::`` as a GitHub Actions command) nor drive the terminal."""
+    return _CONTROL.sub(lambda m: repr(m[0])[1:-1], text) if _CONTROL.search(text) else text
+
+
 def render_text(report, fixes: list[dict[str, Any]], elapsed: float | None = None) -> str:
+    """Findings grouped by file, then a summary line.  Every file name and message is made
+    :func:`_visible` (one output line each, whatever the wiki's names hold)."""
     out: list[str] = []
     for fx in fixes:
-        where = fx.get("file", "")
+        where = _visible(fx.get("file", ""))
         if fx.get("line"):
             where += f":{fx['line']}"
-        out.append(f"fixed  {where}  {fx['message']}\n")
+        done = "skipped" if fx.get("fix") == "skip" else "fixed"
+        out.append(f"{done}  {where}  {_visible(fx['message'])}\n")
     if fixes:
         out.append("\n")
     current = None
@@ -140,15 +142,16 @@ def render_text(report, fixes: list[dict[str, Any]], elapsed: float | None = Non
         if f.file != current:
             if current is not None:
                 out.append("\n")
-            out.append(f"{f.file}\n")
+            out.append(f"{_visible(f.file)}\n")
             current = f.file
         line = str(f.line) if f.line else "-"
-        out.append(f"  {line:>5}  {f.severity:<7}  {f.rule:<26}  {f.message}\n")
+        out.append(f"  {line:>5}  {f.severity:<7}  {f.rule:<26}  {_visible(f.message)}\n")
     if report.findings:
         out.append("\n")
     c = report.counts()
     took = f" in {elapsed:.2f} s" if elapsed is not None else ""
-    fixed = f", {len(fixes)} fixed" if fixes else ""
+    made = sum(1 for fx in fixes if fx.get("fix") != "skip")
+    fixed = f", {made} fixed" if made else ""
     stores = " + stores" if report.stores_checked else ""
     if report.extra.get("claims") is not None:
         stores += " + claims"
@@ -190,8 +193,7 @@ def render_github(report, wiki: str, fixes: list[dict[str, Any]]) -> str:
     return "".join(out)
 
 
-def main(argv: list[str] | None = None, *, hold: list | None = None) -> int:
-    """The command.  ``hold``: a list the report is appended to, so that a caller that exits
-    right after (``os._exit``) never frees its pages and findings one by one."""
+def main(argv: list[str] | None = None) -> int:
+    """The command (exit status: see the module docstring)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    return run_main(lambda: _run(argv, hold), json_errors=lambda: format_is_json(argv, default=False))
+    return run_main(lambda: _run(argv), json_errors=lambda: format_is_json(argv, default=False))

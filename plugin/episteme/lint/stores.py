@@ -17,8 +17,8 @@ import hashlib
 import os
 from typing import Any
 
-from .errors import EpistemeError
-from .lint_rules import Finding, SectionInfo, finding
+from ..errors import EpistemeError
+from .rules import Finding, SectionInfo, finding
 
 _CHUNK = 1 << 20
 
@@ -43,15 +43,15 @@ def _rel(root: str, path: Any) -> str:
 def _settings(root: str, settings: Any):
     if settings is not None:
         return settings
-    from .config import load_settings
+    from ..config import load_settings
 
     return load_settings(root)
 
 
 def check_stores(root: str, settings: Any, on: frozenset[str], sections: list[tuple[str, SectionInfo]]) -> list[Finding]:
     """The store-* findings for the wiki at ``root``."""
-    from .ingest import list_raw
-    from .store import Store
+    from ..ingest import list_raw
+    from ..store import Store
 
     settings = _settings(root, settings)
     out: list[Finding] = []
@@ -99,17 +99,17 @@ def check_stores(root: str, settings: Any, on: frozenset[str], sections: list[tu
 
 
 def _unknown_sources(root: str, papers: set[str]) -> list[Finding]:
-    from .lint import _JSON_KEY, _line_map, _read
-    from .wikiindex import INDEX_JSON, parse_index_json
+    from ..wiki.index import INDEX_JSON, parse_index_json
+    from .indexes import JSON_KEY, line_map, read_text
 
-    text = _read(os.path.join(root, INDEX_JSON))
+    text = read_text(os.path.join(root, INDEX_JSON))
     if text is None:
         return []
     try:
         mapping = parse_index_json(text)
     except EpistemeError:
         return []  # reported as index-malformed
-    lines, _ = _line_map(text, _JSON_KEY)
+    lines, _ = line_map(text, JSON_KEY)
     out = []
     for sid, sources in mapping.items():
         unknown = [s for s in sources if s not in papers]
@@ -121,7 +121,7 @@ def _unknown_sources(root: str, papers: set[str]) -> list[Finding]:
 
 
 def _passages_collection(settings):
-    from .vectors import PASSAGES, make_client
+    from ..vectors import PASSAGES, make_client
 
     client = make_client(settings)
     try:
@@ -190,9 +190,9 @@ def fix_vectors(root: str, settings: Any, items: list[Finding]) -> list[dict[str
     """Embed the passages that have no vector and add them with the metadata ingest writes.
     Refused (reported, nothing written) when Chroma holds another model's vectors: mixing
     vector spaces would corrupt search; ``episteme rebuild`` is the repair then."""
-    from .embedding import get_embedder
-    from .store import Store
-    from .vectors import open_vectors
+    from ..embedding import get_embedder
+    from ..store import Store
+    from ..vectors import open_vectors
 
     settings = _settings(root, settings)
     col = _passages_collection(settings)

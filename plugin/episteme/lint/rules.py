@@ -15,28 +15,13 @@ import datetime as _dt
 import os
 import re
 from collections import namedtuple
+from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _json_str  # (C; what the encoder uses)
+from typing import Any
 
-from .pages import (
-    _LINK_HEAD,
-    _LINK_TEXT,
-    _NORMALIZED,
-    NO_LINKS,
-    Page,
-    Record,
-    _fenced_regions,
-    _frontmatter_bounds,
-    _normalize_raw,
-    lean_page,
-    map_pages,
-    parse_page,
-    read_bytes,
-)
-from .schema import TIERS
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: typing and dataclasses cost the command start-up time
-    from typing import Any
+from ..wiki.frontmatter import NEVER_CLOSED, frontmatter_bounds
+from ..wiki.page import Page
+from ..wiki.schema import TIERS
 
 SEVERITIES = ("error", "warning", "info")
 
@@ -55,6 +40,8 @@ RULES: dict[str, Rule] = {
     "page-leaf": Rule("info", "a page with links in but none out (a dead end)"),
     "page-stale": Rule("info", "a page whose memory tier (SCHEMA.md memory_tiers) is archived or frozen"),
     "title-duplicate": Rule("warning", "two pages share a frontmatter title"),
+    "page-unreadable": Rule("error", "a .md entry not read: not a regular file, a symlink leading outside the wiki, "
+                                     "or larger than the page size cap"),
     # frontmatter
     "fm-yaml": Rule("error", "frontmatter is not valid YAML or not a mapping"),
     "fm-missing-required": Rule("error", "a field SCHEMA.md marks required is missing or empty"),
@@ -68,6 +55,7 @@ RULES: dict[str, Rule] = {
     # sections and indexes
     "section-marker-invalid": Rule("error", "a <!-- section ... --> marker line that does not parse"),
     "section-duplicate-id": Rule("error", "a section id used twice"),
+    "section-duplicate": Rule("error", "a page holds the same section twice (same heading and sources)"),
     "section-not-in-index": Rule("error", "a section missing from index.md and/or index.json",
                                  "regenerates index.md and index.json from the pages"),
     "index-stale-entry": Rule("error", "an index.md entry for a section no page has",
@@ -105,21 +93,18 @@ TIER_VALUES = ("pin", *TIERS)
 DEFAULT_DATE_FIELDS = ("created", "updated", "ingested_at", "published_at")
 
 
-class Finding(Record):
+@dataclass(slots=True)
+class Finding:
     """One problem.  ``file`` is relative to the wiki root (POSIX); ``line`` is 1-based, or
     ``None`` for files without lines (a PDF, a database).  ``data`` carries rule-specific
     details (a suggestion, what a fix would write)."""
 
-    __slots__ = ("rule", "severity", "file", "line", "message", "data")
-
-    def __init__(self, rule: str, severity: str, file: str, line: int | None, message: str,
-                 data: dict[str, Any] | None = None):
-        self.rule = rule
-        self.severity = severity
-        self.file = file
-        self.line = line
-        self.message = message
-        self.data = data
+    rule: str
+    severity: str
+    file: str
+    line: int | None
+    message: str
+    data: dict[str, Any] | None = None
 
     @property
     def fixable(self) -> bool:
@@ -209,7 +194,7 @@ def normalize_date_text(text: str) -> str | None:
 
 
 def _readable_date(value: Any) -> bool:
-    from .schema import page_date
+    from ..wiki.schema import page_date
 
     return page_date(value) is not None
 
@@ -217,52 +202,41 @@ def _readable_date(value: Any) -> bool:
 # ------------------------------------------------------------------------ per-page context
 
 
-class PageRules(Record):
-    """What the per-page checks need to know."""
+@dataclass(slots=True)
+class PageRules:
+    """What the per-page checks need to know: the enabled rules, SCHEMA.md's field
+    definitions (``has_fields``: it defines any), the date fields."""
 
-    __slots__ = ("enabled", "fields", "has_fields", "date_fields", "key_lines")
-
-    def __init__(self, enabled: frozenset[str], fields: dict[str, dict[str, Any]] | None = None,
-                 has_fields: bool = False, date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS,
-                 key_lines: tuple[str, ...] = ("title",)):  # keys whose line the cross-page rules may cite
-        self.enabled = enabled
-        self.fields = {} if fields is None else fields
-        self.has_fields = has_fields
-        self.date_fields = date_fields
-        self.key_lines = key_lines
+    enabled: frozenset[str]
+    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
+    has_fields: bool = False
+    date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS
 
 
-class SectionInfo(Record):
-    __slots__ = ("id", "line", "description", "sources")
+@dataclass(slots=True)
+class SectionInfo:
+    """A section marker as the index checks need it: id, 1-based line, description,
+    sources, and its heading (``title``)."""
 
-    def __init__(self, id: str, line: int, description: str, sources: list[str]):  # noqa: A002
-        self.id = id
-        self.line = line
-        self.description = description
-        self.sources = sources
-
-
-class PageResult(Record):
-    __slots__ = ("page", "sections", "findings", "key_lines")
-
-    def __init__(self, page: Page, sections: list[SectionInfo], findings: list[Finding], key_lines: dict[str, int]):
-        self.page = page
-        self.sections = sections
-        self.findings = findings
-        self.key_lines = key_lines
+    id: str
+    line: int
+    description: str
+    sources: list[str]
+    title: str = ""
 
 
 _KEY_RE = re.compile(rb"^([^\s#:'\"\-][^:\n]*?)[ \t]*:(?:[ \t]|$)", re.M)
 
 
 def frontmatter_key_lines(data: bytes) -> dict[str, int]:
-    """Top-level frontmatter keys -> 1-based file line (first occurrence)."""
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
+    """Top-level frontmatter keys -> 1-based file line (first occurrence) in a page's bytes
+    (without BOM)."""
     if not data.startswith(b"---"):
         return {}
-    end = re.compile(rb"^---[ \t\r]*$", re.M).search(data, 3)
-    block_end = end.start() if end else len(data)
+    b = frontmatter_bounds(data)
+    if b is None:
+        return {}
+    block_end = len(data) if b is NEVER_CLOSED else b[1]
     out: dict[str, int] = {}
     for m in _KEY_RE.finditer(data, 0, block_end):
         if m.start() == 0:
@@ -387,8 +361,8 @@ def _check_date(pid: str, key: str, v: Any, at: Any, *, strict: bool) -> Finding
 
 def check_sections(page_id: str, data: bytes, enabled: frozenset[str]) -> tuple[list[SectionInfo], list[Finding]]:
     """Parse the section markers of one page (only pages that contain one pay for this)."""
-    from .sections import SectionFormatError
-    from .sections import parse_page as parse_sections
+    from ..wiki.sections import SectionFormatError
+    from ..wiki.sections import parse_page as parse_sections
 
     text = data.decode("utf-8", "replace")
     if text.startswith("\ufeff"):
@@ -401,8 +375,16 @@ def check_sections(page_id: str, data: bytes, enabled: frozenset[str]) -> tuple[
             out.append(finding("section-marker-invalid", page_id, e.line, f"broken section marker: {str(e).split(': ', 1)[-1]}"))
         parsed = parse_sections(text, strict=False)
     infos = []
+    seen: dict[tuple[str, tuple[str, ...]], str] = {}  # (heading, sources) -> first section id
     for s in parsed.sections:
-        infos.append(SectionInfo(s.id, s.line, s.description, list(s.sources)))
+        infos.append(SectionInfo(s.id, s.line, s.description, list(s.sources), s.title))
+        key = (" ".join(s.title.split()).casefold(), tuple(s.sources))
+        first = seen.setdefault(key, s.id)
+        if first != s.id and key[0] and "section-duplicate" in enabled:
+            # what a write repeated after a crash leaves: the same section under a new id
+            out.append(finding("section-duplicate", page_id, s.line,
+                               f"{s.id} repeats {first}: same heading {s.title!r} and sources", section=s.id,
+                               other=first))
         if not s.sources and "section-no-sources" in enabled:
             out.append(finding("section-no-sources", page_id, s.line, f"{s.id} lists no source papers", section=s.id))
         if not s.body.strip() and "section-empty" in enabled:
@@ -436,134 +418,40 @@ class _KeyLines:
 
 def _quick_key_line(data: bytes, key: str) -> int | None:
     """Line of ``key:`` at the start of a frontmatter line (cheap: one bounded ``find``)."""
-    end = data.find(b"\n---", 3)
-    pos = data.find(b"\n" + key.encode("utf-8") + b":", 0, end if end > 0 else len(data))
+    b = frontmatter_bounds(data) if data[:3] == b"---" else None
+    if b is None:
+        return None
+    end = len(data) if b is NEVER_CLOSED else b[1]
+    pos = data.find(b"\n" + key.encode("utf-8") + b":", 0, end)
     return None if pos < 0 else data.count(b"\n", 0, pos) + 2
 
 
-def lint_page(root: str, page_id: str, rules: PageRules) -> PageResult:
-    """Read one page once and run every per-page check on it."""
-    path = os.path.join(root, page_id)
-    try:
-        with open(path, "rb") as f:
-            data = f.read()
-    except OSError as e:
-        page = Page(page_id, path, {}, [], f"unreadable: {e.strerror}", None)
-        return PageResult(page, [], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")], {})
-    page = parse_page(page_id, path, data)
-    findings: list[Finding] = []
-    keep: dict[str, int] = {}
-    if page.has_frontmatter:
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-        if rules.enabled & _FM_RULES:
-            findings = check_frontmatter(page, rules, _KeyLines(data))
-        props = page.props
-        for k in rules.key_lines:
-            if k in props:
-                line = _quick_key_line(data, k)
-                if line is not None:
-                    keep[k] = line
-    sections: list[SectionInfo] = []
-    if b"<!-- section" in data:
-        sections, more = check_sections(page_id, data, rules.enabled)
-        findings.extend(more)
-    return PageResult(page, sections, findings, keep)
+class PageChecker:
+    """The per-page checks, run by the scan on each page while its bytes are in hand
+    (``WikiGraph.build(..., visit=checker.visit)``): a lint run reads every page once.
+    Collects :attr:`findings` and the :attr:`sections` (``(page id, SectionInfo)``) the index
+    checks compare."""
 
+    def __init__(self, rules: PageRules):
+        self.rules = rules
+        self.fm_on = bool(rules.enabled & _FM_RULES)
+        self.findings: list[Finding] = []
+        self.sections: list[tuple[str, SectionInfo]] = []
 
-def lean_row(root: str, page_id: str, rules: PageRules, fm_on: bool) -> tuple:
-    """One page, read once: its :func:`episteme.pages.lean_page` tuple (what the link graph
-    needs: no line numbers) plus ``(sections, findings)`` of the per-page checks, or ``None``
-    when it has neither (most pages).  Link lines are found later, and only for the links a
-    finding reports (:func:`reported_link_lines`)."""
-    try:
-        data = read_bytes(f"{root}/{page_id}")
-    except OSError as e:
-        return ({}, f"unreadable: {e.strerror}", None, False, (),
-                ([], [finding("fm-yaml", page_id, None, f"cannot read the page: {e.strerror}")]))
-    if data[:3] == b"\xef\xbb\xbf":
-        data = data[3:]
-    row = lean_page(data)
-    findings: list[Finding] = []
-    if fm_on and row[3] and (row[1] or rules.has_fields or _fm_suspect(row[0], rules.date_fields)):
-        page = Page(page_id, f"{root}/{page_id}", row[0], NO_LINKS, row[1], row[2], True)
-        findings = check_frontmatter(page, rules, _KeyLines(data))
-    sections: list[SectionInfo] = []
-    if b"<!-- section" in data:
-        sections, more = check_sections(page_id, data, rules.enabled)
-        findings.extend(more)
-    return (*row, (sections, findings) if sections or findings else None)
-
-
-_BLANK = bytes(10 if i == 10 else 32 for i in range(256))  # every byte to a space but newlines
-
-
-def reported_link_lines(data: bytes, targets: tuple[str, ...], wanted: list[int]) -> list[int] | None:
-    """The lines of links ``targets[j]`` for ``j`` in ``wanted`` (ascending), as
-    :func:`episteme.pages.parse_page` counts them, in a page's bytes (``data``, no BOM), or
-    ``None`` when this quick way cannot be sure (the caller then counts every line).
-
-    ``targets`` is what the scan found in this page.  One ``findall`` gives every link's text,
-    code or not; when the links that name a page are exactly as many as ``targets``, none is
-    in code (the scan leaves those out) and they are ``targets`` in order (links in fenced code
-    are blanked out first when that is why the counts differ).  Each wanted link is then
-    found by its text (``find``, checked by a match there) after the previous one.  A page
-    with a link in inline code, or that changed since the scan, goes the slow way."""
-    start, first = 0, 1
-    if data[:3] == b"---":
-        b = _frontmatter_bounds(data)
-        if b is not None and b[0] >= 0:
-            start, first = b[2], 3 + data.count(b"\n", b[0], b[1])
-    if start and data[start - 1] == 33:  # "!" right before the body: not an embed there
-        data, start = data[start:], 0
-    # the body is searched in place (from ``start``): no copy of it per page
-    d = data.replace(b"![[", b"!\0[") if b"!" in data and b"![[" in data else data
-    pat = _LINK_TEXT if d.find(b"\\", start) >= 0 else _LINK_HEAD
-    get = _NORMALIZED.get
-    find, count, match, findall = d.find, d.count, pat.match, pat.findall
-    raws = findall(d, start)
-    where = None  # raw index of each target, when some link text names no page ([[#h]], [[|x]])
-    if len(raws) != len(targets):
-        where = [r for r, raw in enumerate(raws) if (get(raw) if get(raw) is not None else _normalize_raw(raw))]
-        if len(where) != len(targets) and (b"```" in d or b"~~~" in d):
-            # links in fenced code: blank the fences (newlines kept, so lines stay) and look again
-            parts, prev = [d[:start]], start
-            for a, b in _fenced_regions(d[start:]):
-                parts.append(d[prev : start + a])
-                parts.append(d[start + a : start + b].translate(_BLANK))
-                prev = start + b
-            parts.append(d[prev:])
-            d = b"".join(parts)
-            find, count, match, findall = d.find, d.count, pat.match, pat.findall
-            raws = findall(d, start)
-            where = [r for r, raw in enumerate(raws) if (get(raw) if get(raw) is not None else _normalize_raw(raw))]
-        if len(where) != len(targets):
-            return None  # links in inline code, or the page changed since the scan
-    out: list[int] = []
-    pos, line, last = start, first, start  # where the next search starts; the line at ``last``
-    for j in wanted:
-        r = j if where is None else where[j]
-        raw = raws[r]
-        got = get(raw)
-        if (got if got is not None else _normalize_raw(raw)) != targets[j]:
-            return None  # the page changed since the scan
-        needle = b"[[" + raw
-        at = find(needle, pos)
-        while at >= 0:
-            m = match(d, at)
-            if m is not None and m[1] == raw:
-                break
-            at = find(needle, at + 1)
-        if at < 0:
-            return None
-        # no link before this one has this text (it would name the same page, and j is the
-        # first link to it), and a match cannot start inside another (no "[" in link text):
-        # the first match with this text after the last one found is the one wanted
-        line += count(b"\n", last, at)
-        last = at
-        out.append(line)
-        pos = m.end()  # type: ignore[union-attr]
-    return out
+    def visit(self, page: Page, data: bytes | None) -> None:
+        rules = self.rules
+        if data is None:
+            if "page-unreadable" in rules.enabled:
+                self.findings.append(finding("page-unreadable", page.id, None, f"not read: {page.fm_error}"))
+            return
+        if self.fm_on and page.has_frontmatter and (
+            page.fm_error or rules.has_fields or _fm_suspect(page.props, rules.date_fields)
+        ):
+            self.findings.extend(check_frontmatter(page, rules, _KeyLines(data)))
+        if b"<!-- section" in data:
+            infos, more = check_sections(page.id, data, rules.enabled)
+            self.sections.extend((page.id, s) for s in infos)
+            self.findings.extend(more)
 
 
 def _fm_suspect(props: dict[str, Any], date_fields: tuple[str, ...]) -> bool:
@@ -583,29 +471,12 @@ def _fm_suspect(props: dict[str, Any], date_fields: tuple[str, ...]) -> bool:
 def page_key_line(root: str, page_id: str, key: str) -> int:
     """Line of the top-level frontmatter ``key`` (1 when not found): re-reads the page, so
     that the scan counts no lines for the many pages that are never cited."""
-    from .pages import read_bytes
+    from ..wiki.files import read_bytes
+    from ..wiki.frontmatter import strip_bom
 
     try:
-        data = read_bytes(os.path.join(root, page_id))
+        data = strip_bom(read_bytes(os.path.join(root, page_id)))
     except OSError:
         return 1
-    if data[:3] == b"\xef\xbb\xbf":
-        data = data[3:]
     line = _quick_key_line(data, key)
     return 1 if line is None else line
-
-
-def scan_lean(root: str, rules: PageRules, *, jobs: int | None = None, meanwhile: Any = None,
-              followup: Any = None) -> tuple[list[str], list[tuple]]:
-    """``(ids, rows)``: every page read once, with the per-page checks run while its bytes are
-    in hand (see :func:`lean_row`); sorted by id.  The same files and process split as
-    :func:`episteme.pages.scan_wiki_lean` (a forked second process on big wikis);
-    ``meanwhile(first_ids, first_rows)`` as there.  ``followup``: a
-    :class:`episteme.pages.Followup` for the second process, used only when one runs
-    (``followup.used`` says so); its ``context`` gets ``ids`` before the fork."""
-    fm_on = bool(rules.enabled & _FM_RULES)
-
-    def work(root: str, part: list[str]) -> list[tuple]:
-        return [lean_row(root, pid, rules, fm_on) for pid in part]
-
-    return map_pages(root, work, jobs=jobs, meanwhile=meanwhile, followup=followup)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
 
 MERMAID_MODES = ("neighbors", "shortest-path", "cluster")
 #: Mermaid refuses diagrams with more edges than this (its ``maxEdges`` default, which a diagram

@@ -1,5 +1,8 @@
 """The Dataview-style query language of ``graph_query.py --mode query``.
 
+(Why one module of ~740 lines: a tokenizer, a parser and an evaluator that share one grammar
+and one set of error messages with columns; splitting them would spread the grammar.)
+
 A query is a boolean filter over one page's frontmatter (a ``dict`` as PyYAML parses it).
 It is tokenised and parsed by hand (no dependencies) into a small tree that is then evaluated
 once per page, so a malformed query fails before any page is read, with the exact column.
@@ -72,7 +75,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import UsageError
+from ..errors import UsageError
+from ..wiki.frontmatter import normalize_tags
 
 __all__ = [
     "QuerySyntaxError",
@@ -99,7 +103,6 @@ _DATE_RE = re.compile(
     r"(?:[T ](\d{2})(?::(\d{2})(?::(\d{2})(?:\.(\d{1,6})\d*)?)?)?"
     r"(?:Z|[+-]\d{2}(?::?\d{2})?)?)?)?)?"
 )
-_TAG_SPLIT_RE = re.compile(r"[,\s]+")
 _BOOLS = {"true": True, "yes": True, "on": True, "false": False, "no": False, "off": False}
 
 
@@ -269,26 +272,6 @@ def _scalar(value: Any, op: str, lit: _Literal) -> bool:
     return r >= 0
 
 
-def _norm_tag(value: Any) -> str | None:
-    if value is None or isinstance(value, (list, dict, tuple)):
-        return None
-    text = str(value).strip().lstrip("#")
-    return text or None
-
-
-def _tag_list(value: Any) -> list[Any] | None:
-    """The ``tags`` field as a list of tag strings without ``#`` (a string is split)."""
-    if isinstance(value, str):
-        items: list[Any] = [t for t in _TAG_SPLIT_RE.split(value) if t]
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    elif isinstance(value, Mapping):
-        return None
-    else:
-        items = [value]  # a lone number or date used as a tag
-    return [t for t in (_norm_tag(x) for x in items) if t is not None]
-
-
 def field_value(props: Mapping[Any, Any] | None, name: str) -> Any:
     """The value of frontmatter key ``name``, matched case-insensitively (an exact key first,
     then the first key in file order whose casefold equals).  ``None`` when absent or null."""
@@ -352,10 +335,8 @@ class _Comparison(_Node):
             return False
         op, lit = self.op, self.literal
         is_tags = self.field.casefold() == "tags"
-        if is_tags:
-            tags = _tag_list(value)
-            if tags is not None:
-                return self._match_tags(tags)
+        if is_tags and not isinstance(value, Mapping):
+            return self._match_tags(normalize_tags(value))
         if isinstance(value, (list, tuple)):
             if op == "=" or op == "contains":
                 return any(_scalar(v, "=", lit) for v in value)

@@ -1,0 +1,447 @@
+"""wiki-lint: every consistency check the wiki needs, and the safe mechanical repairs (``--fix``).
+
+API:
+
+- ``lint_wiki(wiki, *, select=None, disable=(), stores=False, settings=None, today=None)
+  -> LintReport``: run the checks; ``report.findings`` sorted by file, line, rule.
+- ``apply_fixes(wiki, report, *, settings=None) -> list[dict]`` (:mod:`.fix`): repair what is
+  safe to repair mechanically, under the wiki lock with atomic writes; one dict per change.
+- ``enabled_rules(schema, select, disable) -> frozenset[str]``: which rules run.
+
+Rule ids, severities and what ``--fix`` does are in :data:`episteme.lint.rules.RULES` (and
+``skills/wiki-lint/references/rules.md``).  Rule selection: SCHEMA.md's ``lint: {disable: [...]}``
+switches rules off for the wiki; ``--disable R`` adds to that; ``--rule R`` runs exactly the
+rules named, whatever SCHEMA.md says (an explicit request wins).  ``lint: {severity: {R: level}}``
+in SCHEMA.md changes a rule's severity.
+
+How it stays fast: pages are read once, by the graph's lean build, with the per-page checks
+run on each page while its bytes are in hand (:class:`episteme.lint.rules.PageChecker`); link
+lines are counted only on the pages whose links are reported (the graph re-reads those); the
+indexes are compared with the sections found in that same scan.  Without ``--stores`` only the
+standard library and PyYAML are imported; the store checks live in :mod:`episteme.lint.stores`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import difflib
+import heapq
+import os
+import re
+from collections.abc import Iterable
+from typing import Any
+
+from ..errors import NotFoundError, UsageError
+from ..wiki.files import STRUCTURAL_FILES
+from ..wiki.schema import Schema, load_schema
+from .rules import (
+    CLAIM_RULES,
+    DEFAULT_DATE_FIELDS,
+    RULES,
+    SEVERITIES,
+    STORE_RULES,
+    Finding,
+    PageChecker,
+    PageRules,
+    finding,
+    page_key_line,
+)
+
+_LINE_IN_MESSAGE = re.compile(r"line (\d+)")
+#: link targets that name a structural file (``[[index]]``, ``[[log.md]]``) or the index JSON
+STRUCTURAL_TARGETS = frozenset({n[:-3].lower() for n in STRUCTURAL_FILES} | {"index.json"})
+
+
+class LintReport:
+    """The result of :func:`lint_wiki`."""
+
+    def __init__(self, wiki: str, findings: list[Finding], pages: int, enabled: frozenset[str],
+                 stores_checked: bool = False, sections: int = 0, extra: dict[str, Any] | None = None):
+        self.wiki = wiki
+        self.findings = findings
+        self.pages = pages
+        self.enabled = enabled
+        self.stores_checked = stores_checked
+        self.sections = sections
+        self.extra: dict[str, Any] = {} if extra is None else extra
+
+    def counts(self) -> dict[str, int]:
+        c = dict.fromkeys(SEVERITIES, 0)
+        for f in self.findings:
+            c[f.severity] = c.get(f.severity, 0) + 1
+        return c
+
+    def summary(self) -> dict[str, Any]:
+        by_rule: dict[str, int] = {}
+        for f in self.findings:
+            by_rule[f.rule] = by_rule.get(f.rule, 0) + 1
+        c = self.counts()
+        return {
+            "errors": c["error"],
+            "warnings": c["warning"],
+            "info": c["info"],
+            "pages": self.pages,
+            "sections": self.sections,
+            "rules": dict(sorted(by_rule.items())),
+            "rules_run": len(self.enabled),
+            "stores_checked": self.stores_checked,
+        }
+
+
+# ------------------------------------------------------------------------------ selection
+
+
+def _as_rule_list(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [v for v in re.split(r"[,\s]+", value) if v]
+    if isinstance(value, (list, tuple)):
+        return [str(v).strip() for v in value if str(v).strip()]
+    return [str(value)]
+
+
+def parse_rule_args(values: Iterable[str] | None) -> list[str]:
+    """``--rule a,b --rule c`` -> ``[a, b, c]``; unknown ids are a usage error."""
+    out: list[str] = []
+    for v in values or ():
+        for r in _as_rule_list(v):
+            if r not in RULES:
+                raise UsageError(f"unknown rule {r!r} (see skills/wiki-lint/references/rules.md)",
+                                 details={"rules": sorted(RULES)})
+            out.append(r)
+    return out
+
+
+def enabled_rules(schema: Schema, select: Iterable[str] | None = None, disable: Iterable[str] = (),
+                  *, stores: bool = False, claims: bool = False) -> frozenset[str]:
+    """The rules that run (store rules only with ``stores``, claim rules only with ``claims``)."""
+    if select:
+        on = set(select)
+    else:
+        on = set(RULES)
+        on -= {r for r in _as_rule_list((schema.lint or {}).get("disable")) if r in RULES}
+        on -= set(disable)
+    if not stores:
+        on -= STORE_RULES
+    if not claims:
+        on -= CLAIM_RULES
+    return frozenset(on)
+
+
+def _schema_findings(schema: Schema) -> list[Finding]:
+    out = []
+    for msg in schema.errors:
+        m = _LINE_IN_MESSAGE.search(msg)
+        out.append(finding("schema-invalid", "SCHEMA.md", int(m[1]) if m else None, msg))
+    lint = schema.lint or {}
+    unknown = [r for r in _as_rule_list(lint.get("disable")) if r not in RULES]
+    if unknown:
+        out.append(finding("schema-invalid", "SCHEMA.md", _schema_line(schema, "disable"),
+                           f"lint.disable names unknown rule(s): {', '.join(unknown)}"))
+    sev = lint.get("severity")
+    if sev is not None and not isinstance(sev, dict):
+        out.append(finding("schema-invalid", "SCHEMA.md", _schema_line(schema, "severity"), "lint.severity is not a mapping"))
+    elif isinstance(sev, dict):
+        for r, level in sev.items():
+            if r not in RULES or level not in SEVERITIES:
+                out.append(finding("schema-invalid", "SCHEMA.md", _schema_line(schema, "severity"),
+                                   f"lint.severity: {r}: {level} (rule ids from the rule list; levels: {', '.join(SEVERITIES)})"))
+    return out
+
+
+def _schema_line(schema: Schema, key: str) -> int | None:
+    if not schema.path:
+        return None
+    try:
+        with open(schema.path, encoding="utf-8", errors="replace") as fh:
+            text = fh.read()
+    except OSError:
+        return None
+    m = re.search(rf"^\s*{re.escape(key)}\s*:", text, re.M)
+    return text.count("\n", 0, m.start()) + 1 if m else None
+
+
+# ------------------------------------------------------------------------------ the run
+
+
+def lint_wiki(
+    wiki: str | os.PathLike,
+    *,
+    select: Iterable[str] | None = None,
+    disable: Iterable[str] = (),
+    stores: bool = False,
+    settings: Any = None,
+    today: _dt.date | None = None,
+    claims: bool = False,
+    since: str | None = None,
+) -> LintReport:
+    """Run every enabled rule over the wiki at ``wiki`` (``claims``: also check the claims of
+    the sections against their papers, :mod:`episteme.lint_claims`; ``since`` limits that)."""
+    from ..graph.core import WikiGraph
+    from .indexes import check_indexes, log_findings
+
+    root = os.fspath(wiki)
+    if not os.path.isdir(root):
+        raise NotFoundError(f"wiki folder not found: {root}")
+    schema = load_schema(root)
+    enabled = enabled_rules(schema, select, disable, stores=stores, claims=claims)
+    date_fields = (
+        tuple(k for k, s in schema.fields.items() if str(s.get("type", "")).lower() == "date")
+        if schema.fields else DEFAULT_DATE_FIELDS
+    )
+    checker = PageChecker(PageRules(enabled, dict(schema.fields), bool(schema.fields), date_fields))
+    g = WikiGraph.build(root, today=today, keep_links=False, visit=checker.visit, schema=schema)
+    findings = checker.findings
+    sections = checker.sections
+    if "page-unreadable" in enabled:
+        findings.extend(finding("page-unreadable", pid, None, f"not read: {why}") for pid, why in g.skipped)
+    if "schema-invalid" in enabled:
+        findings.extend(_schema_findings(schema))
+    findings.extend(_page_findings(g, enabled))
+    findings.extend(check_indexes(root, sections, enabled))
+    if "log-malformed" in enabled:
+        findings.extend(log_findings(root))
+    findings.extend(_link_findings(g, enabled))
+    report = LintReport(root, findings, len(g.pages), enabled, stores, len(sections))
+    if stores:
+        from .stores import check_stores
+
+        findings.extend(check_stores(root, settings, enabled, sections))
+    if claims and enabled & CLAIM_RULES:
+        from ..lint_claims import lint_hook
+
+        findings.extend(lint_hook(report, settings, sections, since))
+    _apply_severity(schema, findings)
+    report.findings = sorted((f for f in findings if f.rule in enabled), key=_sort_key)
+    return report
+
+
+def _sort_key(f: Finding) -> tuple:
+    return (f.file, f.line or 0, f.rule, f.message)
+
+
+def _apply_severity(schema: Schema, findings: list[Finding]) -> None:
+    sev = (schema.lint or {}).get("severity")
+    if not isinstance(sev, dict):
+        return
+    for f in findings:
+        level = sev.get(f.rule)
+        if level in SEVERITIES:
+            f.severity = level
+
+
+# ------------------------------------------------------------------------------ links
+
+
+class _Suggester:
+    """The closest page name to a dangling target.
+
+    ``difflib`` over every name costs tens of milliseconds per target on a 10k-page wiki, so
+    candidates are first narrowed to the dozen names sharing the most words with the target
+    (character trigrams when no word is shared, e.g. a typo inside a one-word name); only
+    those are scored with ``difflib``.  Results are cached per target."""
+
+    _WORD = re.compile(r"[a-z0-9]+")
+
+    def __init__(self, names: dict[str, int] | None, ids: list[str], graph: Any = None):
+        """``names``: lowercased page name -> node (see :meth:`name_index`), or ``None`` to
+        make it from ``graph`` when first needed (every answer may come from elsewhere, see
+        :meth:`take`); ``ids``: page ids by node."""
+        self._names = names
+        self._graph = graph
+        self.ids = ids
+        self._words: dict[str, list[str]] | None = None
+        self._grams: dict[str, list[str]] | None = None
+        self._cache: dict[str, str | None] = {}
+
+    @staticmethod
+    def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
+        """Each page's title and file stem, lowercased -> the first node (in id order) with
+        that name.  ``titles[i]``: the frontmatter title of ``ids[i]`` (``None``: no title, so
+        the stem stands for it, as :attr:`episteme.pages.Page.title` says)."""
+        names: dict[str, int] = {}
+        put = names.setdefault
+        for i, pid in enumerate(ids):
+            stem = pid[pid.rfind("/") + 1 :]
+            if stem.endswith(".md"):
+                stem = stem[:-3]
+            t = titles[i]
+            put((stem if t is None else t).lower(), i)
+            put(stem.lower(), i)
+        return names
+
+    @classmethod
+    def of_graph(cls, g: Any) -> _Suggester:
+        """A suggester over the pages of ``g`` (its name index made on first use)."""
+        return cls(None, g.ids, g)
+
+    @property
+    def names(self) -> dict[str, int]:
+        if self._names is None:
+            from ..wiki.frontmatter import frontmatter_title
+
+            g = self._graph
+            self._names = self.name_index(g.ids, [frontmatter_title(p.props) for p in g.pages])
+        return self._names
+
+    @staticmethod
+    def _trigrams(s: str) -> set[str]:
+        s = f"  {s} "
+        return {s[i : i + 3] for i in range(len(s) - 2)}
+
+    def _count(self, keys: Iterable[str], index: dict[str, list[str]]) -> dict[str, float]:
+        """Names sharing ``keys``, scored by the keys' rarity (a shared rare word says more
+        than a shared common one).  Keys on more than a twentieth of all names are skipped
+        unless nothing else matches: they cost the most and discriminate least."""
+        # keys in a fixed order: the scores are float sums, so their order must not depend on
+        # string hashing (ties among the candidates would then differ from run to run)
+        postings = sorted((index[k] for k in sorted(keys) if k in index), key=len)
+        if not postings:
+            return {}
+        cap = max(50, len(self.names) // 20)
+        use = [p for p in postings if len(p) <= cap] or postings[:1]
+        counts: dict[str, float] = {}
+        get = counts.get
+        for names in use:
+            w = 1.0 / len(names)
+            for name in names:
+                counts[name] = get(name, 0.0) + w
+        return counts
+
+    def word_index(self) -> dict[str, list[str]]:
+        """Word -> the names containing it (made once, on first use)."""
+        if self._words is None:
+            words: dict[str, list[str]] = {}
+            for name in self.names:
+                for w in set(self._WORD.findall(name)):
+                    words.setdefault(w, []).append(name)
+            self._words = words
+        return self._words
+
+    def suggest(self, target: str) -> str | None:
+        full = target.lower().strip()
+        if full in self._cache:
+            return self._cache[full]
+        key = full.rstrip("/").rsplit("/", 1)[-1]  # folder/name: folders are not names
+        counts = self._count(set(self._WORD.findall(key)), self.word_index())
+        if not counts:
+            if self._grams is None:
+                grams: dict[str, list[str]] = {}
+                for name in self.names:
+                    for t in self._trigrams(name):
+                        grams.setdefault(t, []).append(name)
+                self._grams = grams
+            counts = self._count(self._trigrams(key), self._grams)
+        pool: Iterable[str] = counts
+        if len(counts) > 12:
+            # only names scoring at least the 12th best score can be among the 12 (found in C);
+            # the order of the rest is kept, so ties resolve as over all of them
+            floor = heapq.nlargest(12, counts.values())[-1]
+            pool = [c for c, v in counts.items() if v >= floor]
+        n = len(key)
+        r = difflib.SequenceMatcher(None, "", key)  # (b = the target: its index is made once)
+        bounds = []
+        # the dozen best by score, then by closeness in length, ties to the first in pool order
+        # (what nlargest with a key gives, decorated here without a Python call per name)
+        top = heapq.nlargest(12, [(counts[c], -abs(len(c) - n), -i, c) for i, c in enumerate(pool)])
+        for *_, name in top:
+            if 2.0 * min(len(name), n) / (len(name) + n) > 0.6:  # (ratio <= these bounds)
+                r.set_seq1(name)
+                bounds.append((-r.quick_ratio(), name))
+        # the best ratio above 0.6, ties to the first name in code-point order; each ratio is
+        # at most its quick_ratio, so candidates go by that bound and stop once it is too low
+        best, best_score = None, 0.6
+        for neg, name in sorted(bounds):
+            if -neg < best_score:
+                break
+            if -neg == best_score and (best is None or name > best):
+                continue
+            r.set_seq1(name)
+            score = r.ratio()
+            if score > best_score or (score == best_score and best is not None and name < best):
+                best, best_score = name, score
+        out = None if best is None else self.ids[self.names[best]]
+        self._cache[full] = out
+        return out
+
+
+def _is_structural(target: str) -> bool:
+    t = target.strip().lower()
+    while t.startswith("./") or t.startswith("/"):
+        t = t[2:] if t.startswith("./") else t[1:]
+    return t in STRUCTURAL_TARGETS or t.startswith("raw/")
+
+
+def _link_findings(g: Any, on: frozenset[str]) -> list[Finding]:
+    """Dangling (with the closest page), structural and ambiguous links."""
+    out: list[Finding] = []
+    if on & {"link-dangling", "link-structural"}:
+        sug = None
+        for d in g.dangling:
+            if _is_structural(d.target):
+                if "link-structural" in on:
+                    out.append(finding("link-structural", d.source, d.line,
+                                       f"[[{d.target}]] points at a structural file, not a page", target=d.target))
+            elif "link-dangling" in on:
+                if sug is None:
+                    sug = _Suggester.of_graph(g)
+                near = sug.suggest(d.target)
+                hint = f"; closest page: {near}" if near else ""
+                out.append(finding("link-dangling", d.source, d.line, f"[[{d.target}]] matches no page{hint}",
+                                   target=d.target, suggestion=near))
+    if "link-ambiguous" in on:
+        seen: set[tuple[str, str]] = set()
+        for a in g.ambiguities:
+            k = (a.source, a.target.lower())
+            if k in seen:
+                continue
+            seen.add(k)
+            out.append(finding("link-ambiguous", a.source, a.line,
+                               f"[[{a.target}]] matches {len(a.candidates)} pages by {a.step} "
+                               f"({', '.join(a.candidates)}); using {a.chosen}",
+                               target=a.target, candidates=list(a.candidates), chosen=a.chosen))
+    return out
+
+
+def _page_findings(g: Any, on: frozenset[str]) -> list[Finding]:
+    from ..graph.algorithms import degrees
+    from ..wiki.frontmatter import frontmatter_title
+    from ..wiki.schema import page_date
+
+    out: list[Finding] = []
+    n = len(g.ids)
+    if on & {"page-orphan", "page-leaf"} and n >= 2:
+        _, indeg, outdeg = degrees(g, None)
+        for i in [i for i, d in enumerate(outdeg) if d == 0]:  # (most pages link somewhere)
+            if indeg[i] == 0:
+                if "page-orphan" in on:
+                    out.append(finding("page-orphan", g.ids[i], 1, "no page links here and this page links nowhere"))
+            elif "page-leaf" in on:
+                out.append(finding("page-leaf", g.ids[i], 1, f"linked from {indeg[i]} page(s) but links nowhere"))
+    if "title-duplicate" in on:
+        # the graph's title index holds a list of nodes (in id order) where pages share a title
+        for nodes in g.shared_names("title"):
+            j = nodes[0]
+            for i in nodes[1:]:
+                p = g.pages[i]
+                t = frontmatter_title(p.props)
+                out.append(finding("title-duplicate", p.id, page_key_line(g.root, p.id, "title"),
+                                   f"title {t!r} is also the title of {g.ids[j]}", other=g.ids[j]))
+    if "page-stale" in on and g.tiers_enabled:
+        tiers = g.schema.tiers
+        for i, p in enumerate(g.pages):
+            tier = g.tiers[i]
+            if tier == "active" or p.props.get("tier_override") is not None:
+                continue
+            key, d = None, None
+            for key in (tiers.driving_field, "ingested_at", "updated"):
+                d = page_date(p.props.get(key))
+                if d is not None:
+                    break
+            line = page_key_line(g.root, p.id, key) if key and key in p.props else 1
+            age = (g.today - d).days if d else None
+            out.append(finding("page-stale", p.id, line,
+                               f"tier {tier}: '{key}' is {d} ({age} days old); review it or pin it with tier_override: pin",
+                               tier=tier))
+    return out

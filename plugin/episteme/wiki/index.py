@@ -1,0 +1,356 @@
+"""The wiki's three bookkeeping files: ``index.md``, ``index.json`` and ``log.md``.
+
+Why these live apart from the pages: the query side must find sections and their source papers
+without opening every page (``index.md`` for the retriever and for people, ``index.json`` for
+the tracer), and ``log.md`` tells a reader what happened when.  None of them is authoritative:
+every entry can be rederived from the section markers in the pages (see
+``wikiwrite.rebuild_indexes``), which is what makes a crash between writes recoverable.
+
+Layouts (one entry per section, ordered by section number so rebuilding is deterministic)::
+
+    ## sec_002
+    Multi-head attention: parallel projection heads, concatenation.
+    Page: multi-head-attention.md
+    Source: attention.pdf, bert.pdf
+
+``index.json`` maps ``"sec_002"`` to ``["attention.pdf", "bert.pdf"]``; readers also accept a
+bare string (the seed's original one-source form).  ``log.md`` gets one entry per operation::
+
+    ## [2026-11-29] ingest | attention.pdf
+    - pages: transformer.md, multi-head-attention.md
+    - created: sec_004, sec_005
+    - updated: sec_002
+
+Standard library only (lint imports this module).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import EpistemeError
+from ..fsutil import append_text, atomic_write_text
+from .sections import SECTION_ID_RE, section_number
+
+INDEX_MD = "index.md"
+INDEX_JSON = "index.json"
+LOG_MD = "log.md"
+
+DEFAULT_INDEX_HEADER = (
+    "# Index\n\n"
+    "One entry per wiki section: what it covers, the page it lives on, and its source papers.\n"
+    "Written by episteme; rebuild with `episteme lint --fix`.\n"
+)
+DEFAULT_LOG_HEADER = "# Log\n\nAppend-only record of every operation on this wiki.\n"
+
+_ENTRY_HEAD_RE = re.compile(r"^##[ \t]+(sec_\d{3,})[ \t]*$")
+_SOURCE_LINE_RE = re.compile(r"^Sources?:[ \t]*(.*?)[ \t]*$")
+_LOG_HEAD_RE = re.compile(r"^##[ \t]+\[(\d{4}-\d{2}-\d{2})\][ \t]+([^|]+?)[ \t]*\|[ \t]*(.*?)[ \t]*$")
+_LOG_ITEM_RE = re.compile(r"^[-*][ \t]+([A-Za-z_ -]+?):[ \t]*(.*?)[ \t]*$")
+
+
+def section_sort_key(section_id: str) -> tuple[int, str]:
+    """Numeric order (``sec_999`` before ``sec_1000``), ties broken by the text."""
+    try:
+        return (section_number(section_id), section_id)
+    except (IndexError, ValueError):
+        return (1 << 60, section_id)
+
+
+# ---------------------------------------------------------------------------------- index.md
+
+
+@dataclass
+class IndexEntry:
+    """One ``index.md`` entry: the section id, what it covers, its page and its sources."""
+
+    id: str
+    description: str = ""
+    page: str = ""
+    sources: list[str] = field(default_factory=list)
+
+    def render(self) -> str:
+        lines = [f"## {self.id}"]
+        desc = " ".join(self.description.split())  # one line, whatever was stored
+        if desc:
+            lines.append(desc)
+        if self.page:
+            lines.append(f"Page: {self.page}")
+        lines.append(f"Source: {', '.join(self.sources)}" if self.sources else "Source:")
+        return "\n".join(lines) + "\n"
+
+
+@dataclass
+class IndexMd:
+    """A parsed ``index.md``: the free text before the first entry, then entries by id."""
+
+    header: str = DEFAULT_INDEX_HEADER
+    entries: dict[str, IndexEntry] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)  # unparseable lines, duplicate ids
+
+    def render(self) -> str:
+        ids = sorted(self.entries, key=section_sort_key)
+        return join_index_md(self.header, [self.entries[sid].render() for sid in ids])
+
+
+def join_index_md(header: str, blocks: Iterable[str]) -> str:
+    """``index.md`` from its header and already rendered entries (in order)."""
+    return header.rstrip("\n") + "\n" + "".join("\n" + b for b in blocks)
+
+
+def parse_index_md(text: str) -> IndexMd:
+    """Parse ``index.md``.  Tolerant: description lines are joined with spaces, ``Sources:``
+    is accepted for ``Source:``, and anything unexpected is reported in ``problems``."""
+    idx = IndexMd(header="", entries={})
+    header: list[str] = []
+    current: IndexEntry | None = None
+    desc: list[str] = []
+
+    def close() -> None:
+        if current is None:
+            return
+        current.description = " ".join(" ".join(desc).split())
+        if current.id in idx.entries:
+            idx.problems.append(f"index.md: section {current.id} is listed twice")
+        idx.entries[current.id] = current
+
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith("## "):  # cheap prefix tests first: big indexes are parsed per write
+            m = _ENTRY_HEAD_RE.match(line)
+            if m:
+                close()
+                current, desc = IndexEntry(id=m.group(1)), []
+                continue
+            idx.problems.append(f"index.md line {lineno}: heading is not a section id: {line!r}")
+            if current is None:
+                header.append(line)
+                continue
+        if current is None:
+            header.append(line)
+        elif line.startswith("Page:"):
+            current.page = line[5:].strip()
+        elif line.startswith("Source"):
+            sm = _SOURCE_LINE_RE.match(line)
+            if sm:
+                current.sources = split_source_list(sm.group(1))
+            elif line.strip():
+                desc.append(line.strip())
+        elif line.strip():
+            desc.append(line.strip())
+    close()
+    idx.header = "\n".join(header).strip("\n") + "\n" if any(h.strip() for h in header) else ""
+    if not idx.header:
+        idx.header = DEFAULT_INDEX_HEADER
+    return idx
+
+
+def split_source_list(text: str) -> list[str]:
+    """``"a.pdf, b.pdf"`` → ``["a.pdf", "b.pdf"]`` (empty items dropped)."""
+    return [s.strip() for s in text.split(",") if s.strip()]
+
+
+def read_index_md(wiki: str | os.PathLike) -> IndexMd:
+    """Read ``<wiki>/index.md`` (an empty index with the default header when absent)."""
+    path = Path(wiki) / INDEX_MD
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return IndexMd()
+    return parse_index_md(text)
+
+
+def write_index_md(wiki: str | os.PathLike, index: IndexMd) -> bool:
+    """Atomically write ``index.md``; returns False (and writes nothing) when unchanged."""
+    path = Path(wiki) / INDEX_MD
+    text = index.render()
+    if _read_or_none(path) == text:
+        return False
+    atomic_write_text(path, text)
+    return True
+
+
+# -------------------------------------------------------------------------------- index.json
+
+
+def parse_index_json(text: str) -> dict[str, list[str]]:
+    """Parse ``index.json`` into section id → list of sources; a bare string value is a
+    one-item list.  Raises :class:`EpistemeError` when the file is not a JSON object."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError as e:
+        raise EpistemeError(f"index.json is not valid JSON: {e}") from None
+    if not isinstance(data, dict):
+        raise EpistemeError("index.json must be a JSON object of section id -> sources")
+    out: dict[str, list[str]] = {}
+    for key, value in data.items():
+        if isinstance(value, str):
+            out[str(key)] = [value] if value else []
+        elif isinstance(value, list):
+            out[str(key)] = [str(v) for v in value if v not in (None, "")]
+        elif value is None:
+            out[str(key)] = []
+        else:
+            raise EpistemeError(f"index.json: {key} maps to {type(value).__name__}, not sources")
+    return out
+
+
+def read_index_json(wiki: str | os.PathLike) -> dict[str, list[str]]:
+    """Read ``<wiki>/index.json`` (empty when absent)."""
+    text = _read_or_none(Path(wiki) / INDEX_JSON)
+    return {} if text is None else parse_index_json(text)
+
+
+def render_index_json(mapping: Mapping[str, Iterable[str]]) -> str:
+    """One line per section (``"sec_002": ["a.pdf", "b.pdf"]``), ids in numeric order: valid
+    JSON that still diffs line by line."""
+    return join_index_json(index_json_row(sid, mapping[sid]) for sid in sorted(mapping, key=section_sort_key))
+
+
+def index_json_row(section_id: str, sources: Iterable[str]) -> str:
+    return f"  {json.dumps(section_id, ensure_ascii=False)}: {json.dumps(list(sources), ensure_ascii=False)}"
+
+
+def join_index_json(rows: Iterable[str]) -> str:
+    """``index.json`` from already rendered rows (in order)."""
+    rows = list(rows)
+    return "{\n" + ",\n".join(rows) + "\n}\n" if rows else "{}\n"
+
+
+def write_index_json(wiki: str | os.PathLike, mapping: Mapping[str, Iterable[str]]) -> bool:
+    """Atomically write ``index.json`` (always lists, ids in numeric order); False when unchanged."""
+    path = Path(wiki) / INDEX_JSON
+    text = render_index_json(mapping)
+    if _read_or_none(path) == text:
+        return False
+    atomic_write_text(path, text)
+    return True
+
+
+# ------------------------------------------------------------------------------------ log.md
+
+
+@dataclass
+class LogEntry:
+    """One ``log.md`` entry.  ``items`` maps a bullet's key (``pages``, ``created``, ...) to its
+    comma-separated values; ``line`` is the 1-based line of the heading."""
+
+    date: str
+    op: str
+    subject: str
+    items: dict[str, list[str]] = field(default_factory=dict)
+    line: int = 0
+
+    @property
+    def pages(self) -> list[str]:
+        return self.items.get("pages", [])
+
+    @property
+    def sections(self) -> list[str]:
+        """Every section id the entry mentions, in order, without repeats."""
+        seen: dict[str, None] = {}
+        for key, values in self.items.items():
+            if key == "pages":
+                continue
+            for v in values:
+                if SECTION_ID_RE.match(v):
+                    seen.setdefault(v, None)
+        return list(seen)
+
+    def render(self) -> str:
+        lines = [f"## [{self.date}] {self.op} | {self.subject}"]
+        for key, values in self.items.items():
+            if values:
+                lines.append(f"- {key}: {', '.join(values)}")
+        return "\n".join(lines) + "\n"
+
+
+def make_log_entry(
+    op: str,
+    subject: str,
+    *,
+    pages: Iterable[str] = (),
+    created: Iterable[str] = (),
+    updated: Iterable[str] = (),
+    extra: Mapping[str, Iterable[str]] | None = None,
+    date: _dt.date | str | None = None,
+) -> LogEntry:
+    """Build an entry, normalising ``op``/``subject`` to one line and ``|``-free ``op``."""
+    op = " ".join(str(op).replace("|", "/").split()) or "op"
+    subject = " ".join(str(subject).split()) or "-"
+    day = date.isoformat() if isinstance(date, _dt.date) else (date or _dt.date.today().isoformat())
+    items: dict[str, list[str]] = {
+        "pages": _dedupe(pages),
+        "created": _dedupe(created),
+        "updated": _dedupe(updated),
+    }
+    for key, values in (extra or {}).items():
+        items[" ".join(str(key).replace(":", " ").split())] = _dedupe(values)
+    return LogEntry(day, op, subject, {k: v for k, v in items.items() if v})
+
+
+def append_log(wiki: str | os.PathLike, entry: LogEntry) -> None:
+    """Append ``entry`` to ``<wiki>/log.md`` (creating it with its header), one write + fsync.
+
+    Call it under ``wiki_lock`` like every other write."""
+    path = Path(wiki) / LOG_MD
+    existing = _read_or_none(path)
+    prefix = ""
+    if existing is None:
+        prefix = DEFAULT_LOG_HEADER + "\n"
+    elif existing and not existing.endswith("\n"):
+        prefix = "\n\n"
+    elif existing and not existing.endswith("\n\n"):
+        prefix = "\n"
+    append_text(path, prefix + entry.render())
+
+
+def parse_log(text: str) -> tuple[list[LogEntry], list[str]]:
+    """Parse ``log.md`` into entries plus problems (``## `` headings not of the
+    ``## [YYYY-MM-DD] op | subject`` form, impossible dates) for lint."""
+    entries: list[LogEntry] = []
+    problems: list[str] = []
+    current: LogEntry | None = None
+    for lineno, line in enumerate(text.splitlines(), 1):
+        if line.startswith("## "):
+            m = _LOG_HEAD_RE.match(line)
+            if not m:
+                problems.append(f"log.md line {lineno}: entry heading is not '## [YYYY-MM-DD] op | subject'")
+                current = None
+                continue
+            try:
+                _dt.date.fromisoformat(m.group(1))
+            except ValueError:
+                problems.append(f"log.md line {lineno}: invalid date {m.group(1)}")
+            current = LogEntry(m.group(1), m.group(2), m.group(3), {}, lineno)
+            entries.append(current)
+            continue
+        if current is not None:
+            im = _LOG_ITEM_RE.match(line)
+            if im:
+                current.items.setdefault(im.group(1).strip(), []).extend(split_source_list(im.group(2)))
+    return entries, problems
+
+
+def read_log(wiki: str | os.PathLike) -> tuple[list[LogEntry], list[str]]:
+    text = _read_or_none(Path(wiki) / LOG_MD)
+    return ([], []) if text is None else parse_log(text)
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def _read_or_none(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _dedupe(values: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(str(v) for v in values if str(v)))

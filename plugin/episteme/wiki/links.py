@@ -1,0 +1,347 @@
+"""Wiki links: the one parser of ``[[target]]``, ``[[target|label]]``, ``[[target#heading]]``
+(graph, lint, the writer's checks and the answers' display text all call it).
+
+Not links: embeds ``![[...]]``, same-page ``[[#heading]]``, anything in fenced code (``` or
+~~~, unclosed fences run to the end) or in an inline code span on the same line.  A link never
+spans a line break.  :func:`normalize_target` says what a link text points at.
+
+Why bytes and three entry points: a scan is the hot path of every graph and lint call.
+:func:`scan_links` gives targets with line numbers (lint's findings need them);
+:func:`link_targets` gives the same targets without them (a third of a ``stats`` run went into
+counting lines); only pages with backticks or tildes pay for code handling.
+"""
+
+from __future__ import annotations
+
+import re
+from array import array
+from collections import namedtuple
+from collections.abc import Iterable, Iterator, Sequence
+
+Link = namedtuple("Link", ["target", "line"])
+Link.__doc__ = """One ``[[target]]`` occurrence in a page body.  ``target`` is already normalized
+(see :func:`normalize_target`); ``line`` is the 1-based line in the file."""
+
+
+class LinkList(Sequence):
+    """A page's links, stored as a tuple of targets and an ``array`` of line numbers (12 bytes a
+    link instead of ~70 for a list of tuples: at 50k pages this is what keeps a scan under
+    150 MB).  Reads like a ``list[Link]``: ``len``, iteration, indexing, ``==`` with a list."""
+
+    __slots__ = ("targets", "lines")
+
+    def __init__(self, links: Iterable[tuple[str, int]] = ()):
+        pairs = list(links)
+        self.targets: tuple[str, ...] = tuple(t for t, _ in pairs)
+        self.lines = array("i", [n for _, n in pairs])
+
+    def __len__(self) -> int:
+        return len(self.targets)
+
+    def __getitem__(self, i):  # type: ignore[override]
+        if isinstance(i, slice):
+            return [Link(t, n) for t, n in zip(self.targets[i], self.lines[i], strict=True)]
+        return Link(self.targets[i], self.lines[i])
+
+    def __iter__(self) -> Iterator[Link]:
+        return map(Link, self.targets, self.lines)
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        """``(target, line)`` pairs without building :class:`Link` objects."""
+        return zip(self.targets, self.lines, strict=True)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (LinkList, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __hash__(self) -> int:  # immutable once made (a dataclass default may share one)
+        return hash(self.targets)
+
+    def __repr__(self) -> str:
+        return f"LinkList({list(self)!r})"
+
+    def __reduce__(self):
+        return (_linklist_from, (self.targets, self.lines))
+
+
+def _linklist_from(targets: tuple[str, ...], lines: array) -> LinkList:
+    ll = LinkList()
+    ll.targets = targets
+    ll.lines = lines
+    return ll
+
+
+#: The (shared, never modified) links of a page scanned without them.
+NO_LINKS = _linklist_from((), array("i"))
+
+_LINK = re.compile(rb"\[\[([^\[\]\n|#\\]*)([^\[\]\n]*)\]\]")
+_FENCE = re.compile(rb"^ {0,3}(`{3,}|~{3,})([^\n]*)$", re.M)
+_CODE_SPAN = re.compile(rb"(?<!`)(`+)(?!`).*?(?<!`)\1(?!`)")
+
+
+def normalize_target(text: str) -> str:
+    """The page a link text points at: before ``|`` (or the table-escaped ``\\|``), minus
+    ``#heading`` / ``#^block``, trimmed, without a trailing ``.md``.  ``""`` = same page."""
+    i = text.find("|")
+    if i >= 0:
+        text = text[:i]
+        if text.endswith("\\"):
+            text = text[:-1]
+    j = text.find("#")
+    if j >= 0:
+        text = text[:j]
+    text = text.strip()
+    if text[-3:].lower() == ".md":
+        text = text[:-3].rstrip()
+    return text
+
+
+_CLOSERS: dict[tuple[bytes, int], re.Pattern[bytes]] = {}  # closing-fence regex per opening run
+
+
+def _fenced_regions(body: bytes) -> list[tuple[int, int]]:
+    """Byte ranges covered by fenced code blocks (``` or ~~~), fence lines included.  An
+    unclosed fence runs to the end of the body, as in CommonMark."""
+    regions = []
+    pos = 0
+    n = len(body)
+    while True:
+        m = _FENCE.search(body, pos)
+        if not m:
+            return regions
+        run, info = m[1], m[2]
+        ch = run[:1]
+        if ch == b"`" and b"`" in info:
+            pos = m.end() + 1  # not a fence: inline code on that line
+            if pos > n:
+                return regions
+            continue
+        start = m.start()
+        close = _CLOSERS.get((ch, len(run)))
+        if close is None:
+            close = _CLOSERS[(ch, len(run))] = re.compile(
+                rb"^ {0,3}" + re.escape(ch) + b"{" + str(len(run)).encode() + rb",}[ \t\r]*$", re.M
+            )
+        c = close.search(body, m.end() + 1)
+        if not c:
+            regions.append((start, n))
+            return regions
+        regions.append((start, c.end()))
+        pos = c.end() + 1
+        if pos > n:
+            return regions
+
+
+_TARGETS: dict[str, str] = {}
+_intern = _TARGETS.setdefault  # one string per distinct target text: links repeat targets a lot
+
+
+def extract_links(body: bytes, first_line: int = 1) -> list[Link]:
+    """Wiki links in ``body`` (bytes of the page after its frontmatter).
+
+    Not links: embeds ``![[...]]``, same-page ``[[#heading]]``, anything in fenced code or in
+    an inline code span on the same line.  Every occurrence is returned (duplicates included)
+    with its 1-based line number, counting from ``first_line`` for the body's first line."""
+    return list(scan_links(body, first_line))
+
+
+def scan_links(body: bytes, first_line: int = 1) -> LinkList:
+    """:func:`extract_links` as a compact :class:`LinkList` (what pages store)."""
+    if b"[[" not in body:
+        return _linklist_from((), array("i"))
+    has_code = b"`" in body or b"~~~" in body
+    regions = _fenced_regions(body) if has_code else None
+    targets: list[str] = []
+    lines: list[int] = []
+    add_target = targets.append
+    add_line = lines.append
+    line = first_line
+    last = 0
+    ri = 0
+    span_cache: dict[int, list[tuple[int, int]]] = {}
+    count = body.count
+    for m in _LINK.finditer(body):
+        s = m.start()
+        if s and body[s - 1] == 33:  # "!": an embed
+            continue
+        if has_code:
+            if regions:
+                while ri < len(regions) and regions[ri][1] <= s:
+                    ri += 1
+                if ri < len(regions) and regions[ri][0] <= s:
+                    continue
+            ls = body.rfind(b"\n", 0, s) + 1
+            spans = span_cache.get(ls)
+            if spans is None:
+                le = body.find(b"\n", s)
+                text_line = body[ls : le if le >= 0 else len(body)]
+                spans = (
+                    [(ls + c.start(), ls + c.end()) for c in _CODE_SPAN.finditer(text_line)]
+                    if b"`" in text_line
+                    else []
+                )
+                span_cache[ls] = spans
+            if spans and any(a <= s < b for a, b in spans):
+                continue
+        head, rest = m.groups()
+        if rest:
+            target = normalize_target((head + rest).decode("utf-8", "replace"))
+        else:
+            target = head.decode("utf-8", "replace")
+            if target[-3:].lower() == ".md" or target[:1].isspace() or target[-1:].isspace():
+                target = normalize_target(target)
+        if target:
+            line += count(b"\n", last, s)
+            last = s
+            add_target(_intern(target, target))
+            add_line(line)
+    return _linklist_from(tuple(targets), array("i", lines))
+
+_LINK_TEXT = re.compile(rb"\[\[([^\[\]\n]*)\]\]")  # = _LINK with its two groups as one
+_LINK_HEAD = re.compile(rb"\[\[([^\[\]\n|#\\]*)[^\[\]\n]*\]\]")  # = _LINK, only the first group
+#: link text (or its part before ``|``/``#``) -> normalize_target() of it ("" = same page)
+_NORMALIZED: dict[bytes, str] = {}
+
+
+def link_targets(data: bytes, start: int = 0) -> tuple[str, ...]:
+    """``scan_links(data[start:]).targets`` (the same targets in the same order) without line
+    numbers.
+
+    Why: graph queries need only where links point; counting lines and building a
+    :class:`LinkList` per page was a third of a ``stats`` run.  A page without code (no
+    backtick, no ``~~~``) takes one ``findall`` on the file's bytes; see :func:`_code_targets`
+    for the others."""
+    if start and data[start - 1] == 33:  # "!" just before the body: not an embed there
+        data, start = data[start:], 0
+    # one-byte probes first: memchr is ~4x faster than a multi-byte substring search
+    if b"`" in data or (b"~" in data and b"~~~" in data):
+        return _code_targets(data[start:] if start else data)
+    return _plain_targets(data, start)
+
+
+def _plain_targets(data: bytes, start: int) -> tuple[str, ...]:
+    """Targets of a body without code.  An embed ``![[`` is first defused in a same-length
+    copy (``!\\0[``) so that the regex cannot match it, which leaves every other match as it
+    was (a link text never contains ``[``).  Without a backslash in the page, a link's target
+    is its text before the first ``|`` or ``#``, so only that part is captured: it repeats
+    across pages (``[[X|label]]``, ``[[X#Heading]]``) and the cache below serves it."""
+    if b"!" in data and b"![[" in data:
+        data = data.replace(b"![[", b"!\0[")
+    raws = (_LINK_TEXT if b"\\" in data else _LINK_HEAD).findall(data, start)
+    if not raws:
+        return ()
+    got = list(map(_NORMALIZED.get, raws))
+    if None in got:
+        for k, t in enumerate(got):
+            if t is None:
+                got[k] = _normalize_raw(raws[k])
+    return tuple(filter(None, got))  # drops "" (same-page links like [[#heading]])
+
+
+def _code_targets(body: bytes) -> tuple[str, ...]:
+    """Targets of a body with code: fenced blocks are cut out (they span whole lines and a
+    link never spans a line break, so the rest matches as before); inline code spans, which
+    live on one line, are then checked per link as :func:`scan_links` does."""
+    regions = _fenced_regions(body)
+    if regions:
+        parts = []
+        pos = 0
+        for a, b in regions:
+            parts.append(body[pos:a])
+            pos = b
+        parts.append(body[pos:])
+        body = b"\n".join(parts)
+    if b"`" not in body:
+        return _plain_targets(body, 0)
+    out = []
+    spans_at: dict[int, list[tuple[int, int]]] = {}
+    for m in _LINK_TEXT.finditer(body):
+        s = m.start()
+        if s and body[s - 1] == 33:  # "!": an embed
+            continue
+        ls = body.rfind(b"\n", 0, s) + 1
+        spans = spans_at.get(ls)
+        if spans is None:
+            spans = spans_at[ls] = _line_spans(body, ls, s)
+        if spans and any(a <= s < b for a, b in spans):
+            continue
+        raw = m[1]
+        t = _NORMALIZED.get(raw)
+        if t is None:
+            t = _normalize_raw(raw)
+        if t:
+            out.append(t)
+    return tuple(out)
+
+
+def _line_spans(body: bytes, ls: int, s: int) -> list[tuple[int, int]]:
+    """Inline code spans (byte ranges) of the line that starts at ``ls`` and holds ``s``."""
+    le = body.find(b"\n", s)
+    text_line = body[ls : le if le >= 0 else len(body)]
+    if b"`" not in text_line:
+        return []
+    return [(ls + c.start(), ls + c.end()) for c in _CODE_SPAN.finditer(text_line)]
+
+
+def _normalize_raw(raw: bytes) -> str:
+    t = raw.decode("utf-8", "replace")
+    if "|" in t or "#" in t or "\\" in t or t[-3:].lower() == ".md" or t[:1].isspace() or t[-1:].isspace():
+        t = normalize_target(t)
+    t = _intern(t, t)
+    if len(_NORMALIZED) < 200_000:
+        _NORMALIZED[raw] = t
+    return t
+
+
+def display_text(text: str) -> str:
+    """``text`` with each link (as :func:`scan_links` finds them, embeds included) replaced by
+    what a reader sees: its label after ``|``, else its text (``[[a|b]]`` -> ``b``,
+    ``[[a#h]]`` -> ``a#h``)."""
+    if "[[" not in text:
+        return text
+    data = text.encode("utf-8", "surrogatepass")
+    spans = _link_spans(data)
+    if not spans:
+        return text
+    out = []
+    pos = 0
+    for a, b in spans:
+        out.append(data[pos:a])
+        inner = data[a + 2 : b - 2]
+        _, sep, label = inner.partition(b"|")
+        out.append(label if sep else inner)
+        pos = b
+    out.append(data[pos:])
+    return b"".join(out).decode("utf-8", "surrogatepass")
+
+
+def _link_spans(body: bytes) -> list[tuple[int, int]]:
+    """Byte ranges ``[[...]]`` of the links in ``body`` (embeds' ``!`` left outside) that are
+    not in code."""
+    regions = _fenced_regions(body) if (b"`" in body or b"~~~" in body) else []
+    out = []
+    ri = 0
+    spans_at: dict[int, list[tuple[int, int]]] = {}
+    for m in _LINK_TEXT.finditer(body):
+        s = m.start()
+        while ri < len(regions) and regions[ri][1] <= s:
+            ri += 1
+        if ri < len(regions) and regions[ri][0] <= s:
+            continue
+        if b"`" in body:
+            ls = body.rfind(b"\n", 0, s) + 1
+            spans = spans_at.get(ls)
+            if spans is None:
+                spans = spans_at[ls] = _line_spans(body, ls, s)
+            if spans and any(a <= s < b for a, b in spans):
+                continue
+        out.append((s, m.end()))
+    return out
+
+
+def clear_caches() -> None:
+    """Per-scan caches, kept small in a long-lived process."""
+    _NORMALIZED.clear()
+    if len(_TARGETS) > 200_000:
+        _TARGETS.clear()
