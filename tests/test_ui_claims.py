@@ -53,10 +53,17 @@ def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, t
         tip.wait_for(state="hidden")
 
         # keyboard: focus the badge (Tab reaches it), the same tooltip; Escape dismisses it
-        badge.focus()
-        assert page.evaluate("document.activeElement.classList.contains('claim-badge')")
+        page.focus("#page-filter")
+        for _ in range(400):
+            page.keyboard.press("Tab")
+            if page.evaluate(f"document.activeElement.dataset.flag === {flag_no!r} && "
+                             "document.activeElement.classList.contains('claim-badge')"):
+                break
+        else:
+            raise AssertionError("Tab never reaches the claim's badge")
         tip.wait_for(state="visible")
         assert "28.4" in tip.inner_text()
+        page.screenshot(path=str(SHOTS / "13-wiki-claim-focus.png"), full_page=False)
         page.keyboard.press("Escape")
         tip.wait_for(state="hidden")
 

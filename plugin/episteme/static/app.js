@@ -653,6 +653,8 @@
     flag.appendChild(btn);
     flag.appendChild(claimTip(f, "claim-tip-" + n));
     btn.addEventListener("click", () => openClaimEvidence(f, btn));
+    flag.addEventListener("mouseenter", () => placeTip(flag));
+    btn.addEventListener("focus", () => placeTip(flag, true));
     btn.addEventListener("keydown", (ev) => { if (ev.key === "Escape") flag.classList.add("dismissed"); });
     btn.addEventListener("blur", () => flag.classList.remove("dismissed"));
     const st = textStream(root);
@@ -694,13 +696,24 @@
       mark.dataset.flag = String(n);
       mid.parentNode.insertBefore(mark, mid);
       mark.appendChild(mid);
-      mark.addEventListener("mouseenter", () => flag.classList.add("show"));
+      mark.addEventListener("mouseenter", () => { flag.classList.add("show"); placeTip(flag); });
       mark.addEventListener("mouseleave", () => flag.classList.remove("show"));
       mark.addEventListener("click", () => openClaimEvidence(f, btn));
       lastMark = mark;
     });
     lastMark.parentNode.insertBefore(flag, lastMark.nextSibling);
     return true;
+  }
+
+  // Below the badge (above would cover the sentence); flush right when it would overflow the
+  // window; on keyboard focus scrolled into view (a mouse user scrolls themselves).
+  function placeTip(flag, focused) {
+    const tip = flag.querySelector(".claim-tip");
+    flag.classList.remove("flush-right");
+    const r = tip.getBoundingClientRect();
+    if (!r.height) return;
+    if (r.right > window.innerWidth - 8) flag.classList.add("flush-right");
+    if (focused && r.bottom > window.innerHeight) tip.scrollIntoView({ block: "nearest" });
   }
 
   async function openClaimEvidence(f, opener) {
