@@ -80,3 +80,9 @@ def test_a_wiki_without_stores_answers_an_empty_list_with_a_reason(tmp_path):
         assert status == 200, body
         assert body["findings"] == [] and "no papers are ingested" in body["reason"]
         assert body["page"] == "notes.md"
+        # a page that is itself named "claims" is still served as a page
+        (wiki / "topics").mkdir()
+        (wiki / "topics" / "claims.md").write_text("---\ntitle: Claims\n---\nA page about claims.\n",
+                                                    encoding="utf-8")
+        status, body, _ = request("GET", srv.url + "/wiki/topics/claims")
+        assert status == 200 and body["page"] == "topics/claims.md" and "markdown" in body

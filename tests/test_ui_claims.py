@@ -32,6 +32,14 @@ def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, t
         assert "26.1" in marked and "English-to-German" in marked
         assert "contradicted" in page.inner_text("#claims-status")
         assert page.evaluate("window.__pwned") is None
+        # the invented sentence is marked too, as unsupported: its own colour and label
+        unsup = page.locator("mark.claim-mark.unsupported")
+        assert "<img src=x" in " ".join(unsup.all_inner_texts())
+        u_no = unsup.first.get_attribute("data-flag")
+        assert "unsupported" in page.inner_text(f'.claim-badge[data-flag="{u_no}"]')
+        assert page.evaluate("""() => getComputedStyle(document.querySelector('mark.claim-mark.unsupported'))
+            .borderBottomStyle""") != page.evaluate("""() => getComputedStyle(document.querySelector(
+            'mark.claim-mark.contradicted')).borderBottomStyle""")
         assert page.locator("#page img").count() == 0
 
         flag_no = marks.first.get_attribute("data-flag")
