@@ -75,8 +75,11 @@ def test_a_wiki_without_stores_answers_an_empty_list_with_a_reason(tmp_path):
     (wiki / "notes.md").write_text(
         '---\ntitle: Notes\n---\n<!-- section {"id": "sec_001", "description": "d", "sources": ["a.pdf"]} -->\n'
         "## Notes\n\nThe model reaches 99.9 BLEU on every task ever measured.\n", encoding="utf-8")
-    with LiveServer(wiki_settings(wiki), warm=False) as srv:
+    with LiveServer(wiki_settings(wiki), warm=False, token="claims-token") as srv:
         status, body, _ = request("GET", srv.url + "/wiki/notes/claims")
+        assert status == 401  # the same bearer token as GET /wiki/{page}
+        auth = {"Authorization": "Bearer claims-token"}
+        status, body, _ = request("GET", srv.url + "/wiki/notes/claims", headers=auth)
         assert status == 200, body
         assert body["findings"] == [] and "no papers are ingested" in body["reason"]
         assert body["page"] == "notes.md"
@@ -84,5 +87,5 @@ def test_a_wiki_without_stores_answers_an_empty_list_with_a_reason(tmp_path):
         (wiki / "topics").mkdir()
         (wiki / "topics" / "claims.md").write_text("---\ntitle: Claims\n---\nA page about claims.\n",
                                                     encoding="utf-8")
-        status, body, _ = request("GET", srv.url + "/wiki/topics/claims")
+        status, body, _ = request("GET", srv.url + "/wiki/topics/claims", headers=auth)
         assert status == 200 and body["page"] == "topics/claims.md" and "markdown" in body
