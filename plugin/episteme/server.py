@@ -605,6 +605,42 @@ def read_wiki_page(wiki: Path, page: str) -> dict:
     }
 
 
+def page_claims(settings, page: str, *, tracer=None, lock=None) -> dict:
+    """The ``lint --claims`` findings of one page, for the wiki view's inline marks.
+
+    Sections whose cache entry (``.episteme/claims-cache.json``) still matches their body and
+    their sources' hashes are answered from it; the others are verified now, only this page's,
+    and the cache keeps every other page's entries.  A wiki without an SQLite store (nothing
+    ingested) answers an empty list with a ``reason``: there is nothing to check against."""
+    wiki = Path(settings.wiki)
+    pid = read_wiki_page(wiki, page)["page"]  # the same name and path checks as GET /wiki/{page}
+    out: dict = {"page": pid, "findings": [], "reason": None, "summary": None,
+                 "sections_verified": 0, "sections_cached": 0}
+    if not Path(settings.sqlite_path).exists():
+        out["reason"] = "no papers are ingested in this wiki (no SQLite store): nothing to check claims against"
+        return out
+    try:
+        from .lint_claims import ClaimChecker, check_claims
+    except ImportError as e:  # pragma: no cover - a broken install
+        out["reason"] = f"claim checking is not available ({e})"
+        return out
+    with lock or contextlib.nullcontext():
+        checker = ClaimChecker(settings, tracer=tracer)
+        try:
+            # since={pid}: only this page is checked, and the other pages' cache entries stay
+            run = check_claims(str(wiki), settings, [pid], since={pid}, checker=checker, progress=False)
+        except (ImportError, MissingDependencyError) as e:
+            out["reason"] = f"the stores cannot be opened to check claims ({e})"
+            return out
+        finally:
+            checker.close()
+    out["findings"] = [f.to_dict() for f in run.findings]
+    out["summary"] = run.pages.get(pid)
+    out["sections_verified"] = run.sections_checked
+    out["sections_cached"] = run.sections_cached
+    return out
+
+
 # ------------------------------------------------------------------------------------ the app
 
 
@@ -883,6 +919,25 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     def wiki_pages() -> dict:
         pages = list_pages(settings.wiki)
         return {"pages": pages, "count": len(pages)}
+
+    claims_lock = threading.Lock()
+
+    def _claims_tracer():
+        try:
+            return services.engine().tracer
+        except (EpistemeError, ImportError):
+            return None  # the checker opens its own
+
+    @app.get("/wiki/{page:path}/claims", summary="lint --claims findings of one page (cached)")
+    def wiki_page_claims(page: str) -> dict:
+        """``{"page", "findings": [{rule, severity, line, section_id, claim, verdict, reason,
+        evidence: {paper, section, page, quote}}], "summary", "sections_verified",
+        "sections_cached", "reason"}``: ``lint --claims`` for this page only, from the cache
+        when its sections are unchanged.  ``reason`` says why nothing could be checked (no
+        papers ingested); that is an empty list, not an error."""
+        if _page_file(settings.wiki, page) is None and _page_file(settings.wiki, page + "/claims"):
+            return read_wiki_page(settings.wiki, page + "/claims")  # a page named "claims"
+        return page_claims(settings, page, tracer=_claims_tracer(), lock=claims_lock)
 
     @app.get("/wiki/{page:path}", summary="One page: markdown, sections, resolved links")
     def wiki_page(page: str) -> dict:

@@ -460,7 +460,9 @@
     const opts = { links: links, headingShift: 0 };
     let html = '<header class="page-head"><div class="crumbs">' + esc(p.page) + "</div><h1>" + esc(p.title) + "</h1>" +
       '<div class="tags">' + (p.type ? '<span class="chip type">' + esc(p.type) + "</span>" : "") +
-      (p.tags || []).map((t) => '<span class="chip">#' + esc(t) + "</span>").join("") + "</div></header>";
+      (p.tags || []).map((t) => '<span class="chip">#' + esc(t) + "</span>").join("") + "</div>" +
+      ((p.sections || []).length ? '<div class="claims-status muted small" id="claims-status" aria-live="polite" data-state="checking">Checking this page\u2019s claims against its sources\u2026</div>' : "") +
+      "</header>";
     if (p.preamble && p.preamble.trim()) html += '<div class="preamble">' + window.Markdown.render(p.preamble, opts) + "</div>";
     (p.sections || []).forEach((s) => {
       const level = Math.min(6, Math.max(2, s.level || 2));
@@ -476,10 +478,257 @@
     }
     art.innerHTML = html;
     art.scrollTop = 0;
+    if ((p.sections || []).length) loadClaims(p.page, ticket);
     drawGraph(p.page);
     const bl = p.backlinks || [];
     $("#backlinks").innerHTML = "<h3>Linked from</h3>" + (bl.length ? "<ul>" + bl.map((b) =>
       '<li><a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(b.page)) + '">' + esc(b.title) + "</a></li>").join("") + "</ul>" : '<p class="muted small">No page links here.</p>');
+  }
+
+  // ------------------------------------------------------------------ claim marks
+  // GET /wiki/{page}/claims (lint --claims for this page, cached per section) marks each
+  // flagged sentence in place: a highlight plus a labelled button whose tooltip (on hover and
+  // on keyboard focus, aria-describedby) gives the verdict's reason and the evidence quote;
+  // clicking opens the evidence panel on the quoted page.  All finding text goes through
+  // textContent: it quotes papers, which are untrusted.
+  const CLAIM_KINDS = {
+    "claim-contradicted": { cls: "contradicted", icon: "\u2716", label: "contradicted" },
+    "claim-unsupported": { cls: "unsupported", icon: "?", label: "unsupported" },
+    "claim-misquoted": { cls: "misquoted", icon: "\u201d", label: "misquoted" },
+  };
+  let claimSeq = 0;
+
+  async function loadClaims(page, ticket) {
+    const status = () => document.getElementById("claims-status");
+    let r;
+    try {
+      r = await api("/wiki/" + page.split("/").map(encodeURIComponent).join("/") + "/claims");
+    } catch (e) {
+      if (ticket !== navTicket || !status()) return;
+      status().textContent = "Claims not checked: " + e.message;
+      status().dataset.state = "error";
+      return;
+    }
+    if (ticket !== navTicket || !status()) return;
+    const found = (r.findings || []).filter((f) => CLAIM_KINDS[f.rule]);
+    const art = $("#page");
+    let unplaced = 0;
+    found.forEach((f) => { if (!markClaim(art, f)) unplaced++; });
+    const s = r.summary || {};
+    const n = (k) => found.filter((f) => f.rule === k).length;
+    let text;
+    if (r.reason) text = "Claims not checked: " + r.reason;
+    else if (!found.length) text = "All " + (s.checked || 0) + " checked claims are supported by their sources" +
+      (s.quotes_located ? " (" + s.quotes_located + " quotes found verbatim)." : ".");
+    else {
+      text = found.length + " sentence" + (found.length > 1 ? "s" : "") + " flagged of " + (s.checked || found.length) +
+        " checked: " + n("claim-contradicted") + " contradicted, " + n("claim-unsupported") + " unsupported" +
+        (n("claim-misquoted") ? ", " + n("claim-misquoted") + " misquoted" : "") + ".";
+      if (unplaced) text += " " + unplaced + " listed below their section (not found in the rendered text).";
+    }
+    status().textContent = text;
+    status().dataset.state = "done";
+  }
+
+  const ALNUM = /[\p{L}\p{N}]/u;
+  function normWords(s) {
+    return String(s).toLowerCase().replace(/[^\p{L}\p{N}]+/gu, " ").trim();
+  }
+
+  // The section's visible prose as one string (`raw`, each char's [node, offset] in `at`) and
+  // its letters-and-digits reading (`norm`, `nmap[i]` = index in raw) to find a claim in.
+  function textStream(root) {
+    const skip = "h1,h2,h3,h4,h5,h6,pre,code,.sec-sources,.claim-flag,.claim-unplaced";
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode: (nd) => (nd.parentElement.closest(skip) ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
+    });
+    let raw = "";
+    const at = [];
+    let norm = "";
+    const nmap = [];
+    let block = null;
+    let nd;
+    while ((nd = walker.nextNode())) {
+      const b = nd.parentElement.closest("p,li,blockquote,td,th");
+      if (b !== block && norm && norm[norm.length - 1] !== " ") { norm += " "; nmap.push(raw.length); }
+      block = b;
+      const t = nd.nodeValue;
+      for (let k = 0; k < t.length; k++) {
+        const ch = t[k];
+        if (ALNUM.test(ch)) { norm += ch.toLowerCase(); nmap.push(raw.length); }
+        else if (norm && norm[norm.length - 1] !== " ") { norm += " "; nmap.push(raw.length); }
+        raw += ch;
+        at.push([nd, k]);
+      }
+    }
+    return { raw: raw, at: at, norm: norm, nmap: nmap };
+  }
+
+  // [start, end) in raw of the claim's sentence, not overlapping a sentence already marked.
+  function findClaim(st, claim) {
+    const words = normWords(claim).split(" ").filter(Boolean);
+    if (!words.length) return null;
+    const tries = [words.join(" ")];
+    if (words.length > 8) tries.push(words.slice(0, 8).join(" "));
+    if (words.length > 5) tries.push(words.slice(0, 5).join(" "));
+    for (let t = 0; t < tries.length; t++) {
+      const needle = tries[t];
+      let from = 0;
+      while (true) {
+        const i = st.norm.indexOf(needle, from);
+        if (i < 0) break;
+        from = i + 1;
+        if (i > 0 && st.norm[i - 1] !== " ") continue; // a word boundary, not mid-word
+        const endN = i + needle.length;
+        if (endN < st.norm.length && st.norm[endN] !== " ") continue;
+        const start = st.nmap[i];
+        let end = st.nmap[endN - 1] + 1;
+        if (t > 0 || !/[.!?]/.test(st.raw[end] || "")) {
+          // a prefix matched (the claim drops locators and code): run on to the sentence's end
+          const rest = /^[\s\S]*?[.!?](?=\s|$)/.exec(st.raw.slice(end, end + 2 * claim.length + 40));
+          if (rest) end += rest[0].length;
+        } else {
+          end += 1; // the full stop
+        }
+        const marked = st.at.slice(start, end).some(([nd]) => nd.parentElement.closest("mark.claim-mark"));
+        if (!marked) return [start, end];
+      }
+    }
+    return null;
+  }
+
+  function claimTip(f, id) {
+    const kind = CLAIM_KINDS[f.rule];
+    const tip = document.createElement("span");
+    tip.className = "claim-tip";
+    tip.id = id;
+    tip.setAttribute("role", "tooltip");
+    const add = (cls, text, tag) => {
+      const el = document.createElement(tag || "span");
+      el.className = cls;
+      el.textContent = text;
+      tip.appendChild(el);
+      return el;
+    };
+    add("tip-verdict " + kind.cls, kind.label.charAt(0).toUpperCase() + kind.label.slice(1));
+    const reason = f.rule === "claim-misquoted"
+      ? "the quote is not found verbatim in the sources (the closest passage supports it)"
+      : (f.reason && (f.reason.text || f.reason.code)) || "";
+    if (reason) add("tip-reason", reason);
+    if (f.lost_support) add("tip-reason", "It lost its support: " + f.lost_support.paper + " was " + f.lost_support.why + ".");
+    const ev = f.evidence;
+    if (ev && ev.paper) {
+      add("tip-where", (f.verdict === "contradicted" ? "Evidence: " : "Closest passage: ") +
+        [ev.paper, ev.section, ev.page ? "p. " + ev.page : ""].filter(Boolean).join(" \u00b7 "));
+      if (ev.quote) add("tip-quote", "\u201c" + ev.quote + "\u201d");
+      add("tip-hint", "Click to open the page.");
+    } else {
+      add("tip-where", "No passage to show.");
+    }
+    return tip;
+  }
+
+  // Mark one finding in its section; false when its sentence is not found (it is then listed
+  // below the section, so no finding is lost).
+  function markClaim(art, f) {
+    const kind = CLAIM_KINDS[f.rule];
+    const sec = f.section_id ? art.querySelector('section.wsec[id="' + CSS.escape(f.section_id) + '"]') : null;
+    const root = sec || art;
+    const n = ++claimSeq;
+    const flag = document.createElement("span");
+    flag.className = "claim-flag " + kind.cls;
+    flag.dataset.flag = String(n);
+    const btn = document.createElement("button");
+    btn.type = "button";
+    btn.className = "claim-badge " + kind.cls;
+    btn.dataset.flag = String(n);
+    btn.setAttribute("aria-describedby", "claim-tip-" + n);
+    const icon = document.createElement("span");
+    icon.setAttribute("aria-hidden", "true");
+    icon.className = "claim-icon";
+    icon.textContent = kind.icon;
+    btn.appendChild(icon);
+    btn.appendChild(document.createTextNode(" " + kind.label));
+    btn.setAttribute("aria-label", kind.label + " claim: " + (f.claim || ""));
+    flag.appendChild(btn);
+    flag.appendChild(claimTip(f, "claim-tip-" + n));
+    btn.addEventListener("click", () => openClaimEvidence(f, btn));
+    flag.addEventListener("mouseenter", () => placeTip(flag));
+    btn.addEventListener("focus", () => placeTip(flag, true));
+    btn.addEventListener("keydown", (ev) => { if (ev.key === "Escape") flag.classList.add("dismissed"); });
+    btn.addEventListener("blur", () => flag.classList.remove("dismissed"));
+    const st = textStream(root);
+    const loc = findClaim(st, f.claim || "");
+    if (!loc) {
+      let box = root.querySelector(":scope > .claim-unplaced");
+      if (!box) {
+        box = document.createElement("div");
+        box.className = "claim-unplaced";
+        const h = document.createElement("span");
+        h.className = "muted small";
+        h.textContent = "Flagged sentences not found in the text above:";
+        box.appendChild(h);
+        root.appendChild(box);
+      }
+      const row = document.createElement("div");
+      const q = document.createElement("span");
+      q.className = "claim-mark " + kind.cls;
+      q.textContent = f.claim || "";
+      row.appendChild(q);
+      row.appendChild(document.createTextNode(" "));
+      row.appendChild(flag);
+      box.appendChild(row);
+      return false;
+    }
+    // split the text nodes at the sentence's ends and wrap each piece in a <mark>
+    const segs = [];
+    for (let i = loc[0]; i < loc[1]; i++) {
+      const [nd, k] = st.at[i];
+      const last = segs[segs.length - 1];
+      if (last && last.nd === nd) last.b = k + 1; else segs.push({ nd: nd, a: k, b: k + 1 });
+    }
+    let lastMark = null;
+    segs.forEach((sg) => {
+      if (sg.b < sg.nd.nodeValue.length) sg.nd.splitText(sg.b);
+      const mid = sg.a > 0 ? sg.nd.splitText(sg.a) : sg.nd;
+      const mark = document.createElement("mark");
+      mark.className = "claim-mark " + kind.cls;
+      mark.dataset.flag = String(n);
+      mid.parentNode.insertBefore(mark, mid);
+      mark.appendChild(mid);
+      mark.addEventListener("mouseenter", () => { flag.classList.add("show"); placeTip(flag); });
+      mark.addEventListener("mouseleave", () => flag.classList.remove("show"));
+      mark.addEventListener("click", () => openClaimEvidence(f, btn));
+      lastMark = mark;
+    });
+    lastMark.parentNode.insertBefore(flag, lastMark.nextSibling);
+    return true;
+  }
+
+  // Below the badge (above would cover the sentence); flush right when it would overflow the
+  // window; on keyboard focus scrolled into view (a mouse user scrolls themselves).
+  function placeTip(flag, focused) {
+    const tip = flag.querySelector(".claim-tip");
+    flag.classList.remove("flush-right");
+    const r = tip.getBoundingClientRect();
+    if (!r.height) return;
+    if (r.right > window.innerWidth - 8) flag.classList.add("flush-right");
+    if (focused && r.bottom > window.innerHeight) tip.scrollIntoView({ block: "nearest" });
+  }
+
+  async function openClaimEvidence(f, opener) {
+    const ev = f.evidence;
+    if (!ev || !ev.paper || !window.Evidence) return;
+    let boxes = [];
+    if (ev.quote) {
+      try {
+        const r = await api("/papers/" + encodeURIComponent(ev.paper) + "/boxes?quote=" +
+          encodeURIComponent(ev.quote.slice(0, 4000)) + (ev.page ? "&page=" + encodeURIComponent(ev.page) : ""));
+        boxes = r.boxes || [];
+      } catch (e) { boxes = []; } // the page still opens, without highlight
+    }
+    window.Evidence.open({ paper: ev.paper, page: ev.page, section: ev.section, quote: ev.quote, boxes: boxes,
+      claim: f.claim, verdict: f.verdict || CLAIM_KINDS[f.rule].label, reason: f.reason }, opener);
   }
 
   async function showOverview() {
