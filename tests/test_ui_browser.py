@@ -215,6 +215,7 @@ def test_ask_shows_citations_passages_and_unsupported_claims(written_template, t
         page.click("[data-testid=answer] a.secref >> nth=0")
         page.wait_for_selector("#page h1")
         assert page.url.split("#", 1)[1].startswith("/wiki/")
+        page.goto("about:blank")  # no request of the page outlives the server
 
 
 def test_contradicted_claim_is_shown_with_its_contradicting_quote(written_template, tmp_path,  # noqa: F811
@@ -252,6 +253,7 @@ def test_contradicted_claim_is_shown_with_its_contradicting_quote(written_templa
         assert any(" ".join(quote.split()) in " ".join(t.split()) for t in texts)  # verbatim
         assert page.query_selector_all("[data-testid=answer] .cite")  # the true claim is cited
         page.screenshot(path=str(SHOTS / "6-chat-contradicted.png"), full_page=True)
+        page.goto("about:blank")  # no request of the page outlives the server
 
 
 def test_token_prompt_then_browse_and_docs(page, tmp_path):
@@ -281,6 +283,7 @@ def test_token_prompt_then_browse_and_docs(page, tmp_path):
         for endpoint in ("/ingest", "/chat", "/wiki/{page}", "/graph", "/jobs/{job_id}", "/health"):
             assert endpoint in text, endpoint
         page.screenshot(path=str(SHOTS / "6-api-docs.png"), full_page=False)
+        page.goto("about:blank")  # no request of the page outlives the server
 
 
 def test_oversized_file_is_refused_before_upload(page, tmp_path):
@@ -296,4 +299,5 @@ def test_oversized_file_is_refused_before_upload(page, tmp_path):
         page.wait_for_selector("#ingest-error:not([hidden])")
         assert "over the server's limit of 1000 bytes" in page.inner_text("#ingest-error")
         assert page.is_hidden("#progress")
+        page.goto("about:blank")  # no request of the page outlives the server
     assert not (wiki / ".episteme" / "uploads").exists()  # nothing was sent

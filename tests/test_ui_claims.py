@@ -82,3 +82,4 @@ def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, t
         assert page.inner_text("[data-testid=ev-verdict]").startswith("contradicted")
         assert "28.4" in page.inner_text("[data-testid=ev-quote]")
         page.screenshot(path=str(SHOTS / "12-wiki-claim-evidence.png"), full_page=False)
+        page.goto("about:blank")  # no request of the page outlives the server

@@ -152,6 +152,7 @@ def test_page_images_are_fetched_with_the_token(page, tmp_path, papers_dir):
         assert "the numbers differ" in page.inner_text("[data-testid=ev-verdict]")
         assert len(boxes_on_screen(page)) == 1
         page.screenshot(path=str(SHOTS / "9-evidence-contradicted-token.png"), full_page=False)
+        page.goto("about:blank")  # no request of the page outlives the server
 
 
 def test_an_unsupported_claim_shows_the_passage_it_was_checked_against(written_template, tmp_path,  # noqa: F811
@@ -180,3 +181,4 @@ def test_an_unsupported_claim_shows_the_passage_it_was_checked_against(written_t
         assert verdict.split(" ")[0] in ("unsupported", "contradicted")
         assert page.evaluate("document.querySelector('#ev-img').naturalWidth") > 500
         page.screenshot(path=str(SHOTS / "10-evidence-unsupported-claim.png"), full_page=False)
+        page.goto("about:blank")  # no request of the page outlives the server

@@ -61,9 +61,15 @@ def _calls(settings, paper: str) -> int:
 
 
 def _nothing_written(wiki: Path) -> None:
+    """No page, no section in either index, no log entry: at most the starter files that the
+    first ingest into an empty folder lays down (``episteme init``)."""
     assert iter_page_paths(wiki) == []
-    assert not (wiki / "index.md").exists() and not (wiki / "index.json").exists()
-    assert not (wiki / "log.md").exists()
+    if (wiki / "index.json").exists():
+        assert json.loads((wiki / "index.json").read_text(encoding="utf-8")) == {}
+    if (wiki / "index.md").exists():
+        assert "sec_" not in (wiki / "index.md").read_text(encoding="utf-8")
+    if (wiki / "log.md").exists():
+        assert "## [" not in (wiki / "log.md").read_text(encoding="utf-8")
 
 
 # -------------------------------------------------------------------------------- create

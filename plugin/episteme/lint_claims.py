@@ -16,7 +16,8 @@ What is a claim (:func:`section_units`):
   is not found is verified sentence by sentence like prose, and reported as misquoted when the
   verifier still finds it supported;
 * not claims: headings, code (fenced), tables, HTML comments, lines that are only links, and
-  fragments that end with ``:`` (the lead-in of a quote or list) or have fewer than three words.
+  fragments that end with ``:`` (the lead-in of a quote or list) or have fewer than three words,
+  and a paper page's field lines (``**Authors:**``, ``**Published:**``, ``**Source:**``).
 
 Findings: ``claim-contradicted`` (error), ``claim-unsupported`` (warning), ``claim-misquoted``
 (warning), each at the claim's line with the sentence, the reason and the best evidence (paper,
@@ -64,6 +65,9 @@ _CODE = re.compile(r"`[^`]*`")
 _EMPH = re.compile(r"(\*\*|__|(?<!\w)\*(?!\s)|(?<!\w)_(?!\s))")
 _INLINE_QUOTE = re.compile(r"“([^”]{8,}?)”|(?<![\w])\"([^\"]{8,}?)\"(?![\w])")
 _HTML_COMMENT = re.compile(r"<!--.*?-->")
+# a field line of a paper page, as the writer puts them ("**Authors:** ...", "**Published:**
+# venue, year", "**Source:** `raw/x.pdf`"): bibliographic data read from the PDF, not a claim
+_FIELD_LINE = re.compile(r"^\s*\*\*(?:Authors|Published|Source):\*\*\s")
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _ALNUM = re.compile(r"[^0-9a-z]+")
 
@@ -211,7 +215,7 @@ def _blocks(body: str, first_line: int) -> list[tuple[bool, str, list[tuple[int,
             continue
         q = bool(_QUOTE_LINE.match(raw))
         text = _QUOTE_LINE.sub("", raw) if q else raw
-        if links_only(text) or text.rstrip().endswith(":"):
+        if links_only(text) or text.rstrip().endswith(":") or _FIELD_LINE.match(text):
             # navigation, or the lead-in of the quote or list below ("From X, §3 (p. 4):")
             close()
             continue

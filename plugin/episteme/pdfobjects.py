@@ -166,11 +166,12 @@ def find_objects(lines: list[Line], heights: dict[int, float], *,
 
     # -- captions ---------------------------------------------------------------------------
     caps: list[tuple[int, int, str, str]] = []  # (start, end, kind, label)
+    echoes = _label_echoes(lines, headings, body)
     i = 0
     while i < stop:
         ln = lines[i]
         m = CAPTION_START.match(ln.text.strip())
-        if m and i not in headings and _caption_like(ln, m, body):
+        if m and i not in headings and i not in echoes and _caption_like(ln, m, body):
             kind = _caption_kind(m.group("kind"))
             label = f"{kind.capitalize()} {m.group('num').rstrip('.')}"
             j = i + 1
@@ -210,6 +211,29 @@ def _slug(label: str) -> str:
     s = label.lower().replace("†", "dagger").replace("‡", "ddagger").replace("∗", "star")
     s = s.replace("*", "star").replace("§", "section").replace("¶", "para")
     return re.sub(r"[^a-z0-9]+", "-", s).strip("-")
+
+
+def _delim(m: re.Match) -> str:
+    return m.group("delim").strip() or "-"
+
+
+def _label_echoes(lines: list[Line], skip: set[int], body: _Body) -> set[int]:
+    """Lines that look like a caption's label but repeat the label of another caption with
+    the delimiter the paper's captions use ("Table 4:" is the caption; a wrapped sentence
+    "Table 4. On average, ..." is body text that happens to start a line).  A paper sets all
+    its captions one way, so a second "Table 4" in another style is not a caption."""
+    found: list[tuple[int, str, str]] = []  # (line, label, delimiter)
+    for k, ln in enumerate(lines):
+        m = CAPTION_START.match(ln.text.strip())
+        if m and k not in skip and _caption_like(ln, m, body):
+            label = f"{_caption_kind(m.group('kind'))} {m.group('num').rstrip('.')}".lower()
+            found.append((k, label, _delim(m)))
+    style = Counter(d for _, _, d in found).most_common(1)
+    if not style:
+        return set()
+    main = style[0][0]
+    styled = {label for _, label, d in found if d == main}
+    return {k for k, label, d in found if d != main and label in styled}
 
 
 def _caption_like(ln: Line, m: re.Match, body: _Body) -> bool:
