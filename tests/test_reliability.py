@@ -409,6 +409,18 @@ def test_read_only_wiki_read_commands_work_write_commands_say_one_line(crash_tem
         for args in (("graph", "--mode", "stats"), ("lint",)):
             proc = cli(*args, "--wiki", str(ro))
             assert proc.returncode == 0, proc.stderr
+        # chat and retrieve: the section index is read in memory, Chroma through a temp copy
+        for args in (("retrieve", "Kernel Budgets key points"),
+                     ("chat", "What are the key points of Kernel Budgets?")):
+            proc = cli(*args, "--wiki", str(ro))
+            assert proc.returncode == 0, (args, proc.stderr)
+            assert "Traceback" not in proc.stderr
+        hits = json.loads(cli("retrieve", "Kernel Budgets key points", "--wiki", str(ro)).stdout)
+        assert hits["sections"] and hits["index"]["unchanged"] + hits["index"]["added"] >= 3
+        proc = cli("lint", "--stores", "--wiki", str(ro), "--format", "json")
+        assert "error returned from database" not in proc.stdout + proc.stderr
+        found = {f["rule"]: f["message"] for f in json.loads(proc.stdout)["findings"]}
+        assert "store-unavailable" not in found and "read-only" in found["store-read-only"], found
         for args in (("ingest", str(crash_template["v2"]), "--no-progress"), ("rebuild",),
                      ("remove", "tides.pdf")):
             proc = cli(*args, "--wiki", str(ro))
@@ -546,3 +558,14 @@ def test_a_queued_job_can_be_cancelled(small_server, three_pdfs):
         assert final["status"] == "cancelled"
         assert not (small_server.settings.raw_dir).exists() or not list(
             small_server.settings.raw_dir.iterdir())
+
+
+def test_wikisearch_imports_without_fcntl():
+    """Windows has no ``fcntl``: the section index must import without it (its lock comes from
+    episteme.fsutil, which imports the platform's lock module only when locking)."""
+    code = ("import sys; sys.modules['fcntl'] = None\n"
+            "import episteme.wikisearch as w\n"
+            "assert w.file_lock.__module__ == 'episteme.fsutil'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr

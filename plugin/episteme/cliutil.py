@@ -121,6 +121,8 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
         if want_json:
             print_json({"error": e.message, **({"details": e.details} if e.details else {})})
         return e.exit_code
+    except BrokenPipeError:  # (an OSError: caught before the clause below re-raises it)
+        return 0
     except PermissionError as e:  # a read-only wiki (or store): one line, not a traceback
         return _report(f"cannot write {e.filename or 'a file'}: permission denied (this command "
                        "needs write access to the wiki; read-only commands work without it)",
@@ -136,8 +138,6 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 def _report(message: str, json_errors: Callable[[], bool], code: int = 1) -> int:
