@@ -466,6 +466,28 @@ def test_terminal_escapes_in_pdf_text_are_stripped_before_storing(tmp_path, embe
     assert sanitize_terminal("a\x1b]0;title\x07b\x1b[2Jc\x9bd") == "abcd"
 
 
+def test_text_output_never_carries_terminal_escapes(crash_template, tmp_path):
+    """A hand-edited (hostile) page: its escapes must not reach the terminal through text
+    output (retrieve, chat, lint, graph).  JSON output escapes them by itself."""
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    evil = "\x1b]0;pwned\x07\x1b[2J\x1b[31mKernel\x9b budgets\x07 "
+    page = next(p for p in sorted(wiki.rglob("*.md")) if "## Summary" in p.read_text())
+    text = page.read_text(encoding="utf-8").replace("## Summary\n", f"## Summary\n\n{evil}\n", 1)
+    page.write_text(text, encoding="utf-8")
+    (wiki / "bad\x1b[2Jname.md").write_text("# x\n[[missing-page]]\n", encoding="utf-8")
+    runs = [("retrieve", "Kernel budgets summary"), ("chat", "What do Kernel budgets say?"),
+            ("lint",), ("graph", "--mode", "orphans")]
+    for args in runs:
+        proc = cli(*args, "--wiki", str(wiki), "--format", "text")
+        assert proc.returncode in (0, 1), (args, proc.stderr)
+        assert proc.stdout.strip(), args
+        for bad in ("\x1b", "\x07", "\x9b"):
+            assert bad not in proc.stdout and bad not in proc.stderr, (args, proc.stdout)
+
+
 def test_huge_text_layer_is_bounded(tmp_path):
     """72 KB of PDF holding 20 MB of text: refused or split quickly, never minutes."""
     import time

@@ -39,6 +39,15 @@ def print_json(data: Any, stream=None, *, records: bool = False) -> None:
     stream.flush()
 
 
+def write_text(text: str, stream=None) -> None:
+    """The one way commands print human-readable text: through :func:`sanitize_terminal`, so
+    paper text, page text and file names (all untrusted) never reach a terminal as control
+    sequences.  (JSON output needs nothing: ``json.dumps`` escapes every control character.)"""
+    stream = stream or sys.stdout
+    stream.write(sanitize_terminal(text))
+    stream.flush()
+
+
 def dumps_records(data: dict[str, Any]) -> str:
     """``json.dumps(data, indent=2)`` except that a top-level value that is a list of objects
     has one compact object per line.  Same data, valid JSON.  A list item may also be any
