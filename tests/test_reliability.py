@@ -498,12 +498,38 @@ def test_huge_text_layer_is_bounded(tmp_path):
     pdf = make_huge_text_pdf(tmp_path / "huge.pdf", 20_000_000)
     assert pdf.stat().st_size < 200_000
     t = time.process_time()
-    with pytest.raises(EpistemeError):  # its only page is past the content cap: no text
+    with pytest.raises(EpistemeError) as err:  # its only page is past the content cap
         split_pdf(pdf)
     assert time.process_time() - t < 10
+    # reported as what it is, not as a scan without a text layer
+    assert err.value.details["kind"] == "too_large" and "no text layer" not in err.value.message
+    assert "page(s) 1" in err.value.message and "content stream" in err.value.message
     small = make_huge_text_pdf(tmp_path / "big.pdf", 400_000, pages=4)
     res = split_pdf(small)
     assert sum(len(x.text) for x in res.sections) <= 4 * 30_000 + 1000
+
+
+def test_a_page_skipped_for_its_content_stream_is_named_in_the_warnings(tmp_path):
+    """Readable pages plus one with a 10 MB content stream: the paper is split, and the
+    warnings say page 3 was not read because of its stream size."""
+    from episteme.pdfsplit import split_pdf
+    from pdfgen import write_pdf
+
+    words = ["sample", "station", "drift", "kernel", "budget", "measure", "window", "record", "signal", "vector"]
+
+    def prose(seed: int) -> bytes:
+        rows = [" ".join(words[(seed + i + j) % len(words)] for j in range(12)) for i in range(30)]
+        body = b"".join(b"(" + r.encode() + b") Tj 0 -14 Td\n" for r in rows)
+        return b"BT /F1 10 Tf 72 740 Td\n" + body + b"ET"
+
+    run = b"(" + b"lorem ipsum dolor sit amet " * 40 + b") Tj\n"
+    huge = b"BT /F1 10 Tf 72 700 Td\n" + run * (10_500_000 // len(run)) + b"ET"
+    pdf = tmp_path / "mixed.pdf"
+    pdf.write_bytes(write_pdf([prose(0), prose(3), huge, prose(5)]))
+    res = split_pdf(pdf)
+    assert sum(len(x.text) for x in res.sections) > 3000
+    named = [w for w in res.warnings if w.startswith("page 3:")]
+    assert named and "content stream" in named[0] and "MB" in named[0], res.warnings
 
 
 # -------------------------------------------- 12 + 3. the server: streamed limit, cancel, timeout
