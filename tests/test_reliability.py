@@ -411,7 +411,8 @@ def test_read_only_wiki_read_commands_work_write_commands_say_one_line(crash_tem
             assert proc.returncode == 0, proc.stderr
         # chat and retrieve: the section index is read in memory, Chroma through a temp copy
         for args in (("retrieve", "Kernel Budgets key points"),
-                     ("chat", "What are the key points of Kernel Budgets?")):
+                     ("chat", "What are the key points of Kernel Budgets?"),
+                     ("trace", "--answer", "Kernel budgets are measured in trials [other.pdf].")):
             proc = cli(*args, "--wiki", str(ro))
             assert proc.returncode == 0, (args, proc.stderr)
             assert "Traceback" not in proc.stderr
@@ -515,7 +516,8 @@ def test_a_page_skipped_for_its_content_stream_is_named_in_the_warnings(tmp_path
     from episteme.pdfsplit import split_pdf
     from pdfgen import write_pdf
 
-    words = ["sample", "station", "drift", "kernel", "budget", "measure", "window", "record", "signal", "vector"]
+    words = ["sample", "station", "drift", "kernel", "budget", "measure", "window", "record",
+             "signal", "vector"]
 
     def prose(seed: int) -> bytes:
         rows = [" ".join(words[(seed + i + j) % len(words)] for j in range(12)) for i in range(30)]
