@@ -9,8 +9,13 @@ any time (the next refresh rebuilds it, dropping the stale Chroma collection too
 
 Refresh is cheap when nothing changed: a page whose size and mtime are unchanged is not even
 read; a changed page is parsed, and only sections whose hash (page, title, description, body,
-sources) changed are re-embedded.  One refresh at a time per wiki (an ``fcntl`` lock file), so
-the writer and a query process can both call it.
+sources) changed are re-embedded.  One refresh at a time per wiki (a lock file, taken with
+the portable lock of :mod:`episteme.fsutil`), so the writer and a query process can both call it.
+
+A read-only wiki (a read-only mount, or no write permission) is searched through an
+in-memory copy of the stored index (read with SQLite's ``immutable`` flag, so nothing is
+written; empty if it was never built), refreshed in memory against the pages, with the vectors
+in a temporary copy of Chroma (:func:`episteme.vectors.make_client`); nothing is locked.
 
 Each section gets a few vectors in Chroma (ids ``sec_002#0``, ``sec_002#1`` ...; metadata
 ``section_id``): the first is the title + description + the start of the body, the others cover
