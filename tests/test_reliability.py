@@ -409,6 +409,19 @@ def test_read_only_wiki_read_commands_work_write_commands_say_one_line(crash_tem
         for args in (("graph", "--mode", "stats"), ("lint",)):
             proc = cli(*args, "--wiki", str(ro))
             assert proc.returncode == 0, proc.stderr
+        # chat and retrieve: the section index is read in memory, Chroma through a temp copy
+        for args in (("retrieve", "Kernel Budgets key points"),
+                     ("chat", "What are the key points of Kernel Budgets?"),
+                     ("trace", "--answer", "Kernel budgets are measured in trials [other.pdf].")):
+            proc = cli(*args, "--wiki", str(ro))
+            assert proc.returncode == 0, (args, proc.stderr)
+            assert "Traceback" not in proc.stderr
+        hits = json.loads(cli("retrieve", "Kernel Budgets key points", "--wiki", str(ro)).stdout)
+        assert hits["sections"] and hits["index"]["unchanged"] + hits["index"]["added"] >= 3
+        proc = cli("lint", "--stores", "--wiki", str(ro), "--format", "json")
+        assert "error returned from database" not in proc.stdout + proc.stderr
+        found = {f["rule"]: f["message"] for f in json.loads(proc.stdout)["findings"]}
+        assert "store-unavailable" not in found and "read-only" in found["store-read-only"], found
         for args in (("ingest", str(crash_template["v2"]), "--no-progress"), ("rebuild",),
                      ("remove", "tides.pdf")):
             proc = cli(*args, "--wiki", str(ro))
@@ -454,6 +467,28 @@ def test_terminal_escapes_in_pdf_text_are_stripped_before_storing(tmp_path, embe
     assert sanitize_terminal("a\x1b]0;title\x07b\x1b[2Jc\x9bd") == "abcd"
 
 
+def test_text_output_never_carries_terminal_escapes(crash_template, tmp_path):
+    """A hand-edited (hostile) page: its escapes must not reach the terminal through text
+    output (retrieve, chat, lint, graph).  JSON output escapes them by itself."""
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    evil = "\x1b]0;pwned\x07\x1b[2J\x1b[31mKernel\x9b budgets\x07 "
+    page = next(p for p in sorted(wiki.rglob("*.md")) if "## Summary" in p.read_text())
+    text = page.read_text(encoding="utf-8").replace("## Summary\n", f"## Summary\n\n{evil}\n", 1)
+    page.write_text(text, encoding="utf-8")
+    (wiki / "bad\x1b[2Jname.md").write_text("# x\n[[missing-page]]\n", encoding="utf-8")
+    runs = [("retrieve", "Kernel budgets summary"), ("chat", "What do Kernel budgets say?"),
+            ("lint",), ("graph", "--mode", "orphans")]
+    for args in runs:
+        proc = cli(*args, "--wiki", str(wiki), "--format", "text")
+        assert proc.returncode in (0, 1), (args, proc.stderr)
+        assert proc.stdout.strip(), args
+        for bad in ("\x1b", "\x07", "\x9b"):
+            assert bad not in proc.stdout and bad not in proc.stderr, (args, proc.stdout)
+
+
 def test_huge_text_layer_is_bounded(tmp_path):
     """72 KB of PDF holding 20 MB of text: refused or split quickly, never minutes."""
     import time
@@ -464,12 +499,39 @@ def test_huge_text_layer_is_bounded(tmp_path):
     pdf = make_huge_text_pdf(tmp_path / "huge.pdf", 20_000_000)
     assert pdf.stat().st_size < 200_000
     t = time.process_time()
-    with pytest.raises(EpistemeError):  # its only page is past the content cap: no text
+    with pytest.raises(EpistemeError) as err:  # its only page is past the content cap
         split_pdf(pdf)
     assert time.process_time() - t < 10
+    # reported as what it is, not as a scan without a text layer
+    assert err.value.details["kind"] == "too_large" and "no text layer" not in err.value.message
+    assert "page(s) 1" in err.value.message and "content stream" in err.value.message
     small = make_huge_text_pdf(tmp_path / "big.pdf", 400_000, pages=4)
     res = split_pdf(small)
     assert sum(len(x.text) for x in res.sections) <= 4 * 30_000 + 1000
+
+
+def test_a_page_skipped_for_its_content_stream_is_named_in_the_warnings(tmp_path):
+    """Readable pages plus one with a 10 MB content stream: the paper is split, and the
+    warnings say page 3 was not read because of its stream size."""
+    from episteme.pdfsplit import split_pdf
+    from pdfgen import write_pdf
+
+    words = ["sample", "station", "drift", "kernel", "budget", "measure", "window", "record",
+             "signal", "vector"]
+
+    def prose(seed: int) -> bytes:
+        rows = [" ".join(words[(seed + i + j) % len(words)] for j in range(12)) for i in range(30)]
+        body = b"".join(b"(" + r.encode() + b") Tj 0 -14 Td\n" for r in rows)
+        return b"BT /F1 10 Tf 72 740 Td\n" + body + b"ET"
+
+    run = b"(" + b"lorem ipsum dolor sit amet " * 40 + b") Tj\n"
+    huge = b"BT /F1 10 Tf 72 700 Td\n" + run * (10_500_000 // len(run)) + b"ET"
+    pdf = tmp_path / "mixed.pdf"
+    pdf.write_bytes(write_pdf([prose(0), prose(3), huge, prose(5)]))
+    res = split_pdf(pdf)
+    assert sum(len(x.text) for x in res.sections) > 3000
+    named = [w for w in res.warnings if w.startswith("page 3:")]
+    assert named and "content stream" in named[0] and "MB" in named[0], res.warnings
 
 
 # -------------------------------------------- 12 + 3. the server: streamed limit, cancel, timeout
@@ -546,3 +608,14 @@ def test_a_queued_job_can_be_cancelled(small_server, three_pdfs):
         assert final["status"] == "cancelled"
         assert not (small_server.settings.raw_dir).exists() or not list(
             small_server.settings.raw_dir.iterdir())
+
+
+def test_wikisearch_imports_without_fcntl():
+    """Windows has no ``fcntl``: the section index must import without it (its lock comes from
+    episteme.fsutil, which imports the platform's lock module only when locking)."""
+    code = ("import sys; sys.modules['fcntl'] = None\n"
+            "import episteme.wikisearch as w\n"
+            "assert w.file_lock.__module__ == 'episteme.fsutil'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr

@@ -150,6 +150,34 @@ def test_bad_upload_shows_the_servers_message(site, page, tmp_path):
     page.problems.clear()  # the failed fetch logs a console error by design
 
 
+HOSTILE_URLS = [
+    "\x1fjavascript:alert(1)", "\x00javascript:alert(1)", " javascript:alert(1)",
+    "java\tscript:alert(1)", "java\nscript:alert(1)", "JaVaScRiPt:alert(1)",
+    "\u0085javascript:alert(1)", "data:text/html,<script>alert(1)</script>",
+    "vbscript:msgbox(1)", "\x01\x02javascript:alert(1)", "javascript&colon;alert(1)",
+]
+
+
+def test_link_sanitizer_yields_no_script_url_in_a_real_browser(page):
+    """markdown.js's links as the browser itself parses them: for every hostile URL (control
+    characters that browsers strip before reading the scheme, mixed case, other schemes) no
+    rendered <a> may resolve to a scheme other than http(s), mailto or the page's own."""
+    static = REPO / "plugin" / "episteme" / "static" / "markdown.js"
+    page.set_content("<!doctype html><html><head><base href=\"https://app.invalid/\"></head>"
+                     "<body><div id=out></div></body></html>")
+    page.add_script_tag(path=str(static))
+    md = "\n\n".join(f"[x{i}]({u})" for i, u in enumerate(HOSTILE_URLS))
+    md += "\n\n[ok](https://example.org/a) [rel](papers/x.md)"
+    protocols = page.evaluate("""(md) => {
+        const out = document.getElementById('out');
+        out.innerHTML = window.Markdown.render(md);
+        return Array.from(out.querySelectorAll('a[href]')).map(a => [a.textContent, a.protocol]);
+    }""", md)
+    assert dict(protocols).get("ok") == "https:" and "rel" in dict(protocols)  # links still work
+    bad = [(t, pr) for t, pr in protocols if pr not in ("http:", "https:", "mailto:")]
+    assert not bad, bad
+
+
 def test_wiki_page_text_is_escaped(site, page):
     """Page text is data: HTML in it is shown, never run (and the CSP would block it anyway)."""
     evil = site.settings.wiki / "evil.md"

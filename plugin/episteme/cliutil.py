@@ -39,6 +39,15 @@ def print_json(data: Any, stream=None, *, records: bool = False) -> None:
     stream.flush()
 
 
+def write_text(text: str, stream=None) -> None:
+    """The one way commands print human-readable text: through :func:`sanitize_terminal`, so
+    paper text, page text and file names (all untrusted) never reach a terminal as control
+    sequences.  (JSON output needs nothing: ``json.dumps`` escapes every control character.)"""
+    stream = stream or sys.stdout
+    stream.write(sanitize_terminal(text))
+    stream.flush()
+
+
 def dumps_records(data: dict[str, Any]) -> str:
     """``json.dumps(data, indent=2)`` except that a top-level value that is a list of objects
     has one compact object per line.  Same data, valid JSON.  A list item may also be any
@@ -121,6 +130,8 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
         if want_json:
             print_json({"error": e.message, **({"details": e.details} if e.details else {})})
         return e.exit_code
+    except BrokenPipeError:  # (an OSError: caught before the clause below re-raises it)
+        return 0
     except PermissionError as e:  # a read-only wiki (or store): one line, not a traceback
         return _report(f"cannot write {e.filename or 'a file'}: permission denied (this command "
                        "needs write access to the wiki; read-only commands work without it)",
@@ -136,8 +147,6 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 0
 
 
 def _report(message: str, json_errors: Callable[[], bool], code: int = 1) -> int:

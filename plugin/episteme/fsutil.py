@@ -122,6 +122,47 @@ def wiki_lock(wiki: str | os.PathLike, timeout: float = 600.0) -> Iterator[None]
         os.close(fd)
 
 
+@contextlib.contextmanager
+def file_lock(path: str | os.PathLike, timeout: float = 600.0) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if missing) between processes, with
+    the same portable primitives as :func:`wiki_lock` (``flock`` or ``msvcrt.locking``).  Not
+    re-entrant: for short critical sections such as one index refresh."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + timeout
+    try:
+        while not _try_lock(fd):
+            if time.monotonic() > deadline:
+                raise EpistemeError(f"another episteme process holds {path} (waited {timeout:.0f} s)")
+            time.sleep(0.05)
+        try:
+            yield
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def read_only_reason(path: str | os.PathLike) -> str | None:
+    """Why ``path`` (a folder, or the nearest existing parent) cannot be written -- "read-only
+    file system" or "permission denied" -- or ``None`` when it can.  Why: some libraries
+    (Chroma, SQLite in WAL mode) fail on a read-only wiki with messages that do not say so;
+    callers check first and say it plainly, or take a read-only path."""
+    p = Path(path)
+    while not p.exists() and p.parent != p:
+        p = p.parent
+    try:
+        st = os.statvfs(p) if hasattr(os, "statvfs") else None
+    except OSError:
+        st = None
+    if st is not None and st.f_flag & getattr(os, "ST_RDONLY", 1):
+        return "read-only file system"
+    if not os.access(p, os.W_OK):
+        return "permission denied"
+    return None
+
+
 def _try_lock(fd: int) -> bool:
     """Take the exclusive lock on the open file ``fd`` without waiting; ``False`` when another
     process holds it.  ``fcntl.flock`` where it exists (Linux, macOS, BSD), else

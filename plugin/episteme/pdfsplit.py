@@ -11,6 +11,7 @@ bibliography entry by accident.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import re
 from dataclasses import dataclass, field
@@ -27,7 +28,9 @@ from .pdfheadings import (
 )
 from .pdfobjects import PdfObject, find_objects
 from .pdftext import (
+    MAX_PAGE_CONTENT_BYTES,
     Line,
+    PageTooLarge,
     drop_furniture,
     fix_column_order,
     join_lines,
@@ -396,12 +399,19 @@ def split_pdf(
     heights: list[float] = []
     warnings: list[str] = []
     rotated: list[str] = []
+    oversized: list[PageTooLarge] = []
     for no, page in enumerate(reader.pages, start=1):
         try:
             box = page.mediabox
             pages.append(fix_column_order(page_lines(page, no, rotated if no == 1 else None),
                                           float(box.width)))
             heights.append(float(box.height))
+        except PageTooLarge as e:
+            oversized.append(e)
+            warnings.append(f"page {no}: not read: its content stream is {e.size / 1048576:.1f} MB, "
+                            f"over the {MAX_PAGE_CONTENT_BYTES >> 20} MB limit per page")
+            pages.append([])
+            heights.append(792.0)
         except Exception as e:
             warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
             pages.append([])
@@ -409,6 +419,14 @@ def split_pdf(
     # a page of prose holds thousands of letters; a scan with a one-line stamp or cover note
     # per page still has no usable text layer
     letters = sum(sum(c.isalnum() for c in ln.text) for p in pages for ln in p)
+    if letters < 60 * n_pages and oversized:
+        which = ", ".join(str(e.page_no) for e in oversized[:10]) + (", ..." if len(oversized) > 10 else "")
+        raise PdfError(
+            "too_large",
+            f"the PDF's text was not read: page(s) {which} have a content stream over the "
+            f"{MAX_PAGE_CONTENT_BYTES >> 20} MB limit per page (largest "
+            f"{max(e.size for e in oversized) / 1048576:.1f} MB) and were skipped, and the other "
+            "pages hold too little text")
     if letters < 60 * n_pages:
         raise PdfError("no_text", "the PDF has no text layer (scanned?); run OCR first")
     first_pages = [ln.text for p in pages[:2] for ln in p]  # running heads still in
@@ -522,7 +540,8 @@ def locate_quote(path: str | Path, page: int, quote: str) -> list[dict]:
     for no in (page, page + 1):
         if 1 <= no <= len(reader.pages):
             pg = reader.pages[no - 1]
-            lines += fix_column_order(page_lines(pg, no), float(pg.mediabox.width))
+            with contextlib.suppress(PageTooLarge):  # its text was never read: nothing to find
+                lines += fix_column_order(page_lines(pg, no), float(pg.mediabox.width))
     return quote_boxes(lines, quote)
 
 

@@ -186,6 +186,17 @@ def _content_bytes(page) -> int:
         return 0
 
 
+class PageTooLarge(Exception):
+    """A page whose decoded content stream is over :data:`MAX_PAGE_CONTENT_BYTES`: its text is
+    not read at all (pypdf parses every operator before any cap could stop it).  Raised, not
+    swallowed, so the caller reports *that* rather than a page without text."""
+
+    def __init__(self, page_no: int, size: int):
+        super().__init__(f"page {page_no}: content stream of {size / 1048576:.1f} MB")
+        self.page_no = page_no
+        self.size = size
+
+
 class _PageFull(Exception):
     """Raised inside pypdf's visitor to stop extracting a page whose cap is reached."""
 
@@ -251,8 +262,9 @@ def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Lin
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     start = room[0]
-    if _content_bytes(page) > MAX_PAGE_CONTENT_BYTES:
-        return lines  # pypdf would parse every operator before the cap could stop it
+    size = _content_bytes(page)
+    if size > MAX_PAGE_CONTENT_BYTES:
+        raise PageTooLarge(page_no, size)  # pypdf would parse every operator before any cap
     with contextlib.suppress(_PageFull):
         page.extract_text(visitor_text=visit)
     _PAPER_BUDGET.left -= start - max(room[0], 0)

@@ -177,6 +177,8 @@ class Store:
             self.conn = sqlite3.connect(
                 uri, uri=readonly, timeout=30.0, isolation_level=None, check_same_thread=False
             )
+            if readonly:
+                self._readable_in_place()
             self.conn.row_factory = sqlite3.Row
             self.conn.execute("PRAGMA foreign_keys = ON")
             self.conn.execute("PRAGMA busy_timeout = 30000")
@@ -193,6 +195,21 @@ class Store:
             raise EpistemeError(
                 f"cannot open the SQLite store {self.path}: {e} (run `episteme rebuild`)"
             ) from e
+
+    def _readable_in_place(self) -> None:
+        """A WAL database in a folder nobody may write (a read-only mount) cannot be opened
+        ``mode=ro`` once its ``-shm`` file is gone: SQLite would have to create it.  Then open it
+        ``immutable`` (no -shm, no locks): nothing can change it while the folder is read-only."""
+        try:
+            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            from .fsutil import read_only_reason
+
+            if read_only_reason(self.path.parent) is None:
+                raise
+            self.conn.close()
+            self.conn = sqlite3.connect(f"file:{self.path.resolve().as_posix()}?mode=ro&immutable=1",
+                                        uri=True, isolation_level=None, check_same_thread=False)
 
     # -- lifecycle -----------------------------------------------------------------------------
 

@@ -102,9 +102,14 @@ def make_client(settings):
             if host:
                 client = chromadb.HttpClient(host=host, port=key[2], settings=cs)
             else:
-                settings.chroma_path.mkdir(parents=True, exist_ok=True)
+                path = _read_only_copy(settings.chroma_path)
+                if path is None:
+                    settings.chroma_path.mkdir(parents=True, exist_ok=True)
+                    path = settings.chroma_path
                 _SEEN[key] = _generation(settings)
-                client = chromadb.PersistentClient(path=str(settings.chroma_path), settings=cs)
+                client = chromadb.PersistentClient(path=str(path), settings=cs)
+        except EpistemeError:
+            raise
         except Exception as e:
             where = f"server {host}:{key[2]}" if host else str(settings.chroma_path)
             fix = ("is the Chroma server running?" if host else
@@ -113,6 +118,65 @@ def make_client(settings):
             raise EpistemeError(f"cannot open Chroma at {where}: {e} ({fix})") from e
         _CLIENTS[key] = client
         return client
+
+
+#: A read-only Chroma folder up to this size is copied to a temporary folder to be read.
+READ_ONLY_COPY_MAX = 1 << 30
+_COPIES: dict[str, str] = {}
+
+
+def read_only_chroma(path) -> str | None:
+    """Why the embedded Chroma at ``path`` cannot be written ("read-only file system" /
+    "permission denied"), or ``None``.  Why it matters: Chroma writes to its database even to
+    open it, and on a read-only store fails with "error returned from database"."""
+    from pathlib import Path
+
+    from .fsutil import read_only_reason
+
+    path = Path(path)
+    if not path.is_dir():
+        return None
+    reason = read_only_reason(path)
+    db = path / "chroma.sqlite3"
+    if reason is None and db.is_file() and not os.access(db, os.W_OK):
+        reason = "permission denied"
+    return reason
+
+
+def _read_only_copy(path):
+    """For a read-only Chroma folder, a private temporary copy to open instead (deleted at
+    exit), so read commands work on a read-only wiki; ``None`` for a writable one.  Whatever is
+    written to the copy is discarded: write commands fail earlier, on the wiki itself."""
+    reason = read_only_chroma(path)
+    if reason is None:
+        return None
+    if str(path) in _COPIES:
+        return _COPIES[str(path)]
+    import atexit
+    import shutil
+    import tempfile
+
+    size = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    if size > READ_ONLY_COPY_MAX:
+        raise EpistemeError(
+            f"cannot open Chroma at {path}: {reason} (Chroma needs write access even to read, and "
+            f"the store is too large to read from a temporary copy: {size >> 20} MB); give write "
+            "access to the wiki, or use a Chroma server (--chroma-host)")
+    tmp = tempfile.mkdtemp(prefix="episteme-ro-chroma-")
+    atexit.register(shutil.rmtree, tmp, True)
+    copy = os.path.join(tmp, "chroma")
+    try:
+        shutil.copytree(path, copy)
+    except OSError as e:
+        raise EpistemeError(f"cannot open Chroma at {path}: {reason}, and copying it to read it "
+                            f"failed ({e}); give write access to the wiki") from e
+    for root, dirs, files in os.walk(copy):  # the copy keeps the read-only modes
+        for name in dirs + files:
+            with contextlib.suppress(OSError):
+                os.chmod(os.path.join(root, name), 0o700 if name in dirs else 0o600)
+    os.chmod(copy, 0o700)
+    _COPIES[str(path)] = copy
+    return copy
 
 
 def forget_clients() -> None:

@@ -9,8 +9,13 @@ any time (the next refresh rebuilds it, dropping the stale Chroma collection too
 
 Refresh is cheap when nothing changed: a page whose size and mtime are unchanged is not even
 read; a changed page is parsed, and only sections whose hash (page, title, description, body,
-sources) changed are re-embedded.  One refresh at a time per wiki (an ``fcntl`` lock file), so
-the writer and a query process can both call it.
+sources) changed are re-embedded.  One refresh at a time per wiki (a lock file, taken with
+the portable lock of :mod:`episteme.fsutil`), so the writer and a query process can both call it.
+
+A read-only wiki (a read-only mount, or no write permission) is searched through an
+in-memory copy of the stored index (read with SQLite's ``immutable`` flag, so nothing is
+written; empty if it was never built), refreshed in memory against the pages, with the vectors
+in a temporary copy of Chroma (:func:`episteme.vectors.make_client`); nothing is locked.
 
 Each section gets a few vectors in Chroma (ids ``sec_002#0``, ``sec_002#1`` ...; metadata
 ``section_id``): the first is the title + description + the start of the body, the others cover
@@ -22,17 +27,17 @@ reciprocal rank fusion (robust to the incomparable scales of BM25 and cosine).
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 
 from .errors import EpistemeError
+from .fsutil import file_lock, read_only_reason
 from .pages import iter_page_files
 from .sections import SectionFormatError, parse_page
 from .store import fts5_quote
@@ -116,17 +121,6 @@ def _vector_texts(sec: dict) -> list[str]:
     return out
 
 
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path, "a+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 class WikiSectionIndex:
     """The lexical + semantic index of one wiki's sections.  Thread-safe.
 
@@ -144,6 +138,7 @@ class WikiSectionIndex:
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
         self._refreshed = False
+        self._read_only: str | None = None  # why the data folder cannot be written, once known
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -164,6 +159,8 @@ class WikiSectionIndex:
         return self._vectors
 
     def _db(self) -> sqlite3.Connection:
+        if self._conn is None and self._check_read_only():
+            self._conn = self._open_read_only()
         if self._conn is None:
             self.db_path.parent.mkdir(parents=True, exist_ok=True)
             try:
@@ -180,6 +177,33 @@ class WikiSectionIndex:
                 ) from e
             self._conn = conn
         return self._conn
+
+    def _check_read_only(self) -> str | None:
+        if self._read_only is None:
+            self._read_only = read_only_reason(self.settings.data_dir) or ""
+        return self._read_only or None
+
+    def _open_read_only(self) -> sqlite3.Connection:
+        """An in-memory copy of the stored index (empty when it was never built), read without
+        writing anything (``immutable``: no -shm/-wal files, which a read-only folder could not
+        hold).  Refreshes then update the copy, so pages changed since are still found."""
+        mem = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+        mem.row_factory = sqlite3.Row
+        if self.db_path.is_file():
+            uri = "file:" + self.db_path.resolve().as_posix() + "?mode=ro&immutable=1"
+            try:
+                src = sqlite3.connect(uri, uri=True)
+                try:
+                    src.backup(mem)
+                finally:
+                    src.close()
+            except sqlite3.DatabaseError as e:
+                raise EpistemeError(
+                    f"the wiki search index {self.db_path} is unreadable ({e}) and the wiki is "
+                    f"read-only ({self._read_only}): rebuild it with write access"
+                ) from e
+        mem.executescript(_SCHEMA)
+        return mem
 
     def close(self) -> None:
         with self._lock:
@@ -208,7 +232,11 @@ class WikiSectionIndex:
     def refresh(self) -> dict:
         """Bring the index up to date with the pages.  Returns ``{"added", "updated",
         "removed", "unchanged", "pages_read", "rebuilt"}``."""
-        with self._lock, _file_lock(self.settings.data_dir / "wiki_index.lock"):
+        if self._check_read_only():  # in memory: no lock to take, nothing shared to protect
+            lock = contextlib.nullcontext()
+        else:
+            lock = file_lock(self.settings.data_dir / "wiki_index.lock")
+        with self._lock, lock:
             result = self._refresh_locked()
             self._refreshed = True
             return result

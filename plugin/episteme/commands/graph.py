@@ -10,7 +10,15 @@ import datetime as _dt
 import os
 import sys
 
-from ..cliutil import ArgumentParser, date_arg, format_is_json, print_json, prog_name, run_main
+from ..cliutil import (
+    ArgumentParser,
+    date_arg,
+    format_is_json,
+    print_json,
+    prog_name,
+    run_main,
+    write_text,
+)
 from ..errors import UsageError
 
 MODES = ("stats", "neighbors", "shortest-path", "hubs", "orphans", "cluster", "query")
@@ -128,7 +136,7 @@ def _run(argv: list[str]) -> int:
     elif args.format == "text":
         from ..graph.format import render_text
 
-        sys.stdout.write(render_text(mode, result, scanned))
+        write_text(render_text(mode, result, scanned))
     else:
         from ..graph.format import render_mermaid
 

@@ -16,7 +16,15 @@ import sys
 import time
 from typing import Any
 
-from ..cliutil import ArgumentParser, date_arg, format_is_json, print_json, prog_name, run_main
+from ..cliutil import (
+    ArgumentParser,
+    date_arg,
+    format_is_json,
+    print_json,
+    prog_name,
+    run_main,
+    write_text,
+)
 from ..errors import UsageError
 
 FORMATS = ("text", "json", "github")
@@ -111,7 +119,7 @@ def _run(argv: list[str]) -> int:
     elif args.format == "github":
         sys.stdout.write(render_github(report, wiki, fixes))
     else:
-        sys.stdout.write(render_text(report, fixes, elapsed))
+        write_text(render_text(report, fixes, elapsed))
     return 1 if report.counts()["error"] else 0
 
 

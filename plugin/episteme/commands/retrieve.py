@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cliutil import ArgumentParser, format_is_json, print_json, run_main
+from ..cliutil import ArgumentParser, format_is_json, print_json, run_main, write_text
 from ._stores import add_store_options, settings_from_args
 
 
@@ -28,7 +28,7 @@ def main(argv: list[str] | None = None) -> int:
         question = sys.stdin.read() if args.question == "-" else args.question
         result = Retriever(settings_from_args(args)).retrieve(question, k=args.k)
         if args.format == "text":
-            sys.stdout.write(format_retrieve_text(result))
+            write_text(format_retrieve_text(result))
         else:
             print_json(result)
         return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cliutil import ArgumentParser, format_is_json, print_json, run_main
+from ..cliutil import ArgumentParser, format_is_json, print_json, run_main, write_text
 from ._stores import add_store_options, settings_from_args
 
 
@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
 
             render_sources(tracer.settings.wiki, result, args.render)
         if args.format == "text":
-            sys.stdout.write(format_trace_text(result))
+            write_text(format_trace_text(result))
         else:
             print_json(result)
         return 0

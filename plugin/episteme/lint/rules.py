@@ -73,6 +73,7 @@ RULES: dict[str, Rule] = {
     "log-malformed": Rule("warning", "a log.md entry heading not of the form ## [YYYY-MM-DD] op | subject"),
     # stores (--stores)
     "store-unavailable": Rule("error", "the SQLite store or Chroma cannot be opened"),
+    "store-read-only": Rule("info", "the stores are read-only: Chroma was checked through a temporary copy"),
     "store-raw-missing": Rule("error", "a paper in SQLite whose raw/ file is gone"),
     "store-row-missing": Rule("error", "a raw/ file that SQLite does not know (not ingested)"),
     "store-sha-mismatch": Rule("error", "a raw/ file whose sha256 differs from the one ingested"),

@@ -133,6 +133,14 @@ def _passages_collection(settings):
 def _vector_findings(root, settings, on, papers, passage_counts, passage_ids) -> list[Finding]:
     out: list[Finding] = []
     chroma_rel = _rel(root, settings.chroma_path) if not settings.chroma_host else f"chroma://{settings.chroma_host}"
+    if not settings.chroma_host:  # Chroma's own error for this is "error returned from database"
+        from ..vectors import read_only_chroma
+
+        reason = read_only_chroma(settings.chroma_path)
+        if reason and "store-read-only" in on:
+            out.append(finding("store-read-only", chroma_rel, None,
+                               f"Chroma at {chroma_rel} is read-only ({reason}): Chroma cannot open "
+                               "it in place, so a temporary copy was checked"))
     try:
         col = _passages_collection(settings)
         got = col.get(include=["metadatas"]) if col is not None else {"ids": [], "metadatas": []}
