@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${1:-.venv}
 PDF=${2:-examples/sample-paper.pdf}
-QUESTION=${3:-${DEMO_QUESTION:-Why should a whole section never be embedded as one vector?}}
+QUESTION=${3:-${DEMO_QUESTION:-What limits the input length of a sentence embedding model?}}
 EP="$VENV/bin/episteme"
 WIKI=${DEMO_WIKI:-demo-wiki}
 
