@@ -23,9 +23,10 @@ if str(PLUGIN) not in sys.path:
 
 # The fake Anthropic Messages API (fixture ``fake_anthropic``); it also keeps every test away from
 # the real API (see tests/fake_anthropic.py).
-pytest_plugins = ["fake_anthropic", "ingested_wiki"]
+pytest_plugins = ["fake_anthropic", "ingested_wiki", "uibrowser"]
 # ingested_wiki: session fixtures ``embedder``, ``ingested_template``, ``ingested_papers`` and a
 # per-test copy ``ingested_wiki`` of a wiki with real papers ingested (cached across workers).
+# uibrowser: ``browser`` (Debian's Chromium via Playwright, per module) and ``page`` for the UI tests.
 
 
 @pytest.fixture(scope="session")

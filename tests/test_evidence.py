@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, request, written_template  # noqa: F401  (fixture)
+from uibrowser import words_in_order
 
 ATTENTION = "attention_1706.03762v5.pdf"
 TWO_COLUMN = "s2orc_acl2020.pdf"  # ACL format: two columns of body text
@@ -64,26 +65,6 @@ def body_quotes(pdf: Path, n: int, seed: int = 3) -> list[tuple[int, str]]:
                 out.append((s.page_at(a), q))
     random.Random(seed).shuffle(out)
     return out[:n]
-
-
-def words_in_order(quote: str, under: str) -> float:
-    """Fraction of the quote's words found in order among the words under the boxes (difflib's
-    matching blocks: PDFium's bounded text repeats a ligature's letters and may add a margin
-    page number, which are insertions, not misses)."""
-    import difflib
-
-    from episteme.highlight import normalize
-
-    def ws(s: str) -> list[str]:
-        n, _src, spans = normalize(s)
-        return [n[a:b] for a, b in spans]
-
-    q = ws(quote)
-    sm = difflib.SequenceMatcher(None, q, ws(under), autojunk=False)
-    return sum(b.size for b in sm.get_matching_blocks()) / max(1, len(q))
-
-
-# -------------------------------------------------------------------------- matching units
 
 
 def test_normalize_drops_what_pypdf_repairs():

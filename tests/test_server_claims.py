@@ -8,26 +8,12 @@ from __future__ import annotations
 
 import json
 import shutil
-from pathlib import Path
 
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, request, written_template  # noqa: F401  (a fixture)
+from uibrowser import ALTERED, corrupt
 
 ATT = "attention_1706.03762v5.pdf"
-#: a sentence whose number disagrees with the Attention paper (28.4 BLEU on English-German)
-ALTERED = ("The Transformer (big) reaches a BLEU score of 26.1 on the WMT 2014 English-to-German "
-           "translation task.")
-
-
-def corrupt(wiki: Path) -> str:
-    """Add :data:`ALTERED` to the machine-translation page (before its Related: line)."""
-    page = wiki / "machine-translation.md"
-    text = page.read_text(encoding="utf-8")
-    assert "\nRelated:" in text
-    page.write_text(text.replace("\nRelated:", "\n" + ALTERED + "\n\nRelated:", 1), encoding="utf-8")
-    return page.relative_to(wiki).as_posix()
-
-
 def test_a_changed_number_is_reported_contradicted_then_cached(written_template, tmp_path):  # noqa: F811
     wiki = tmp_path / "wiki"
     shutil.copytree(written_template / "wiki", wiki)

@@ -6,7 +6,6 @@ downloaded browser): upload a paper and watch it finish, browse the pages it wro
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 from ingested_wiki import wiki_settings
@@ -18,46 +17,13 @@ from serverlive import (  # noqa: F401  (written_template is a fixture)
     small_paper_pdf,
     written_template,
 )
-
-REPO = Path(__file__).resolve().parent.parent
-SHOTS = REPO / "test-artifacts" / "ui"
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.fail("Debian chromium is missing: run plugin/scripts/setup_env.py --browser")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
+from uibrowser import REPO, SHOTS
 
 
 @pytest.fixture(scope="module")
 def site(written_template, tmp_path_factory):  # noqa: F811
     with serve_copy(written_template, tmp_path_factory.mktemp("ui") / "wiki") as srv:
         yield srv
-
-
-@pytest.fixture
-def page(browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    # bypass_csp: Playwright evaluates its wait predicates as strings, which our CSP forbids;
-    # the escaping test below therefore proves the renderer escapes, without the CSP net.
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
-    pg = ctx.new_page()
-    problems: list[str] = []
-    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    pg.problems = problems
-    yield pg
-    ctx.close()
-    assert not problems, problems  # no script errors, no CSP violations
 
 
 def test_upload_shows_progress_sections_and_pages_then_follow_links(site, page, tmp_path):

@@ -10,8 +10,7 @@ import shutil
 
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, written_template  # noqa: F401  (a fixture)
-from test_server_claims import ALTERED, ATT, corrupt
-from test_ui_evidence import SHOTS, browser, page  # noqa: F401  (fixtures)
+from uibrowser import ALTERED, ATTENTION, SHOTS, corrupt
 
 
 def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, tmp_path, page):  # noqa: F811
@@ -54,7 +53,7 @@ def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, t
         marks.first.hover()
         tip.wait_for(state="visible")
         text = tip.inner_text()
-        assert "Contradicted" in text and ATT in text and "28.4" in text, text
+        assert "Contradicted" in text and ATTENTION in text and "28.4" in text, text
         assert "p. " in text
         page.screenshot(path=str(SHOTS / "11-wiki-claims.png"), full_page=False)
         page.mouse.move(5, 5)

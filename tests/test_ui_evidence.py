@@ -7,47 +7,12 @@ PDF's own text positions, holds the quote's words in order.  Screenshots: test-a
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
-import pytest
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, serve_copy, written_template  # noqa: F401  (fixture)
-from test_evidence import ATTENTION, words_in_order
+from uibrowser import ATTENTION, SHOTS, words_in_order
 
-REPO = Path(__file__).resolve().parent.parent
-SHOTS = REPO / "test-artifacts" / "ui"
-CHROMIUM = Path("/usr/bin/chromium")
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 QUESTION = "What BLEU score did the Transformer reach on English-to-French translation?"
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not CHROMIUM.exists():
-        pytest.fail("Debian chromium is missing: run plugin/scripts/setup_env.py --browser")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def page(browser):
-    SHOTS.mkdir(parents=True, exist_ok=True)
-    ctx = browser.new_context(viewport={"width": 1400, "height": 900}, bypass_csp=True)
-    pg = ctx.new_page()
-    problems: list[str] = []
-    requests: list[str] = []
-    pg.on("pageerror", lambda e: problems.append(f"page error: {e}"))
-    pg.on("console", lambda m: problems.append(f"console {m.type}: {m.text}") if m.type == "error" else None)
-    pg.on("request", lambda r: requests.append(r.url))
-    pg.problems, pg.requests = problems, requests
-    yield pg
-    ctx.close()
-    assert not problems, problems
 
 
 def boxes_on_screen(page) -> list[dict]:
