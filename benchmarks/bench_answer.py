@@ -6,7 +6,7 @@
 With the 10 dev papers ingested and written by the offline writer (``ingest --write``'s
 writer, cached under /tmp like benchmarks/bench_trace.py), every question of
 ``../shared/data/gold/dev_trace.jsonl`` is asked through the warm query engine
-(:class:`episteme.chat.QueryEngine`, offline mode, the path of ``chat``, ``POST /chat`` and the
+(:class:`episteme.query.chat.QueryEngine`, offline mode, the path of ``chat``, ``POST /chat`` and the
 UI), and we measure:
 
 * **hit**: the answer holds a gold-supporting sentence (a run of 6 words of one gold quote,
@@ -53,9 +53,9 @@ def hit(answer: str, quotes: list[str]) -> bool:
 
 
 def run(wiki: Path, explain: bool) -> dict:
-    from episteme.answer import extractive_answer
-    from episteme.chat import QueryEngine
     from episteme.config import load_settings
+    from episteme.query.answer import extractive_answer
+    from episteme.query.chat import QueryEngine
 
     settings = load_settings(wiki, env={}, dotenv=None)
     engine = QueryEngine(settings)

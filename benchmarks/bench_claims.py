@@ -80,8 +80,8 @@ def page_files(wiki: Path) -> list[str]:
 
 def to_prose(wiki: Path) -> int:
     """Rewrite every section with its quotes as plain sentences, through the writer."""
-    from episteme.lint_claims import page_sections
-    from episteme.wikiwrite import WikiWriter
+    from episteme.query.claims import page_sections
+    from episteme.wiki.edit import WikiWriter
 
     n = 0
     with WikiWriter(wiki, op="bench-prose", subject="bench_claims") as w:
@@ -97,8 +97,8 @@ def to_prose(wiki: Path) -> int:
 
 def units_of(wiki: Path, kind: str) -> list[dict]:
     """The claims lint reads, with where they are (and each section's last body line)."""
-    from episteme.lint_claims import page_sections, section_units
-    from episteme.wikiindex import read_index_json
+    from episteme.query.claims import page_sections, section_units
+    from episteme.wiki.index import read_index_json
 
     idx = read_index_json(wiki)
     out = []

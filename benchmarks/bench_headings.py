@@ -28,7 +28,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugin"))
 SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared")).resolve()
 
-from episteme.pdfsplit import norm_title, split_pdf  # noqa: E402
+from episteme.pdf.split import norm_title, split_pdf  # noqa: E402
 
 
 def strip_outline(src: Path, dst: Path) -> None:

@@ -33,7 +33,7 @@ def in_order(quote: str, under: str) -> float:
     page number, which are insertions, not misses)."""
     import difflib
 
-    from episteme.highlight import normalize
+    from episteme.pdf.highlight import normalize
 
     def ws(s: str) -> list[str]:
         n, _src, spans = normalize(s)
@@ -45,9 +45,9 @@ def in_order(quote: str, under: str) -> float:
 
 
 def run(paths: list[Path], limit: int, seed: int) -> dict:
-    from episteme.highlight import quote_boxes, text_in_box
-    from episteme.passages import split_sentences
-    from episteme.pdfsplit import split_pdf
+    from episteme.pdf.highlight import quote_boxes, text_in_box
+    from episteme.pdf.passages import split_sentences
+    from episteme.pdf.split import split_pdf
 
     rnd = random.Random(seed)
     n = found = page_ok = words_ok = foreign = 0

@@ -68,9 +68,9 @@ def bench_ingest(runs: int) -> dict:
 def bench_stages() -> dict:
     """One in-process ingest split into stages (where the time goes)."""
     from episteme.config import load_settings
-    from episteme.embedding import load_embedder
-    from episteme.passages import make_passages
-    from episteme.pdfsplit import split_pdf
+    from episteme.pdf.passages import make_passages
+    from episteme.pdf.split import split_pdf
+    from episteme.stores.embedding import load_embedder
 
     t0 = time.perf_counter()
     emb = load_embedder()
@@ -85,7 +85,7 @@ def bench_stages() -> dict:
     t0 = time.perf_counter()
     emb.encode(texts)
     t_embed = time.perf_counter() - t0
-    from episteme.ingest import ingest_paper
+    from episteme.ingest.pipeline import ingest_paper
 
     with tempfile.TemporaryDirectory() as tmp:
         s = load_settings(Path(tmp) / "w", env={}, dotenv=None)
@@ -97,7 +97,7 @@ def bench_stages() -> dict:
 
 
 def bench_cold_sentence(runs: int) -> tuple[list[float], list[float]]:
-    code = ("from episteme.embedding import load_embedder\n"
+    code = ("from episteme.stores.embedding import load_embedder\n"
             "load_embedder().encode(['Attention is all you need.'])\n")
     res = [run_measured([sys.executable, "-c", code]) for _ in range(runs)]
     return [r[0] for r in res], [r[3] for r in res]
@@ -105,7 +105,7 @@ def bench_cold_sentence(runs: int) -> tuple[list[float], list[float]]:
 
 def bench_models(texts: list[str], runs: int) -> dict:
     import numpy as np
-    from episteme.embedding import SentenceTransformerEmbedder, load_embedder
+    from episteme.stores.embedding import SentenceTransformerEmbedder, load_embedder
 
     onnx = load_embedder()
     t0 = time.perf_counter()

@@ -31,8 +31,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugin"))
 SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared")).resolve()
 
-from episteme.pdfsplit import split_pdf  # noqa: E402
-from episteme.pdftext import normalize_text  # noqa: E402
+from episteme.pdf.split import split_pdf  # noqa: E402
+from episteme.pdf.text import normalize_text  # noqa: E402
 
 
 def fold(s: str) -> str:

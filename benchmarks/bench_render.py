@@ -47,8 +47,8 @@ def ms(xs: list[float]) -> float:
 
 
 def bench_pdfium(wiki: Path, pages: int) -> dict:
-    from episteme import pagerender
     from episteme.config import load_settings
+    from episteme.pdf import render as pagerender
 
     s = load_settings(wiki, env={}, dotenv=None)
     first, cached, read, opened, bare = [], [], [], [], []
@@ -95,9 +95,9 @@ def bench_http(wiki: Path, pages: int) -> dict:
 
 
 def bench_boxes(pages: int) -> float:
-    from episteme import highlight
-    from episteme.passages import split_sentences
-    from episteme.pdfsplit import split_pdf
+    from episteme.pdf import highlight
+    from episteme.pdf.passages import split_sentences
+    from episteme.pdf.split import split_pdf
 
     times = []
     for paper in PAPERS:
@@ -148,7 +148,7 @@ window.ready = true;
 def bench_pdfjs(pdfjs_dir: Path, pages: int, wiki: Path) -> dict:
     """pdf.js rendering in the system Chromium, served from a local folder (no CDN)."""
     import numpy as np
-    from episteme import pagerender
+    from episteme.pdf import render as pagerender
     from playwright.sync_api import sync_playwright
 
     root = Path(tempfile.mkdtemp(prefix="pdfjs-bench-"))

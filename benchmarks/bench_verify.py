@@ -48,8 +48,8 @@ UNANSWERABLE = REPO / "benchmarks" / "unanswerable_questions.jsonl"
 
 from bench_trace import ensure_wiki, ensure_written_wiki, evaluate_retrieval, overlaps  # noqa: E402
 from episteme.config import load_settings  # noqa: E402
-from episteme.trace import Tracer, split_claims  # noqa: E402
-from episteme.verify import EVIDENCE_K, NUMBER_TOPIC_COVER, TOPIC_COVER, Verifier  # noqa: E402
+from episteme.query.trace import Tracer, split_claims  # noqa: E402
+from episteme.query.verify import EVIDENCE_K, NUMBER_TOPIC_COVER, TOPIC_COVER, Verifier  # noqa: E402
 
 FOLDS = 5
 GRID_TOPIC = (0.4, 0.5, 0.6, 0.7)
@@ -72,7 +72,7 @@ def candidates(tracer: Tracer, items: list[dict]) -> list[tuple[list[dict], floa
 
 
 def run(tracer: Tracer, items: list[dict], cands, topic: float, number: float) -> list[dict]:
-    from episteme.trace import SUPPORT_THRESHOLD
+    from episteme.query.trace import SUPPORT_THRESHOLD
 
     verifier = Verifier(in_scope=lambda name: tracer.names_in_scope(name, None),
                         threshold=SUPPORT_THRESHOLD, topic_cover=topic, number_topic_cover=number)
@@ -170,7 +170,7 @@ def abstention(written: Path) -> dict | None:
     shown as shipped, fitted on all questions (Youden's J) and 5-fold cross-validated."""
     if not UNANSWERABLE.is_file():
         return None
-    from episteme.retrieve import COVERED_THRESHOLD, Retriever
+    from episteme.query.retrieve import COVERED_THRESHOLD, Retriever
 
     settings = load_settings(written, env={}, dotenv=None)
     retriever = Retriever(settings)

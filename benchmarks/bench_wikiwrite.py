@@ -23,13 +23,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "plugin"))
 
-from episteme.sections import WikiSection, format_section_id  # noqa: E402
-from episteme.wikiwrite import (  # noqa: E402
+from episteme.wiki.edit import (  # noqa: E402
     WikiWriter,
     check_index_consistency,
     dump_frontmatter,
     rebuild_indexes,
 )
+from episteme.wiki.sections import WikiSection, format_section_id  # noqa: E402
 
 FILLER = " ".join(["attention weights over keys and values, see [[topic-1]]"] * 40)
 

@@ -36,9 +36,9 @@ TODAY = dt.date(2026, 11, 29)
 
 
 def quote_fidelity(wiki: Path, settings) -> tuple[int, int]:
-    from episteme.sections import parse_page
-    from episteme.store import open_store
-    from episteme.wikiwrite import iter_page_paths
+    from episteme.stores.sqlite import open_store
+    from episteme.wiki.edit import iter_page_paths
+    from episteme.wiki.sections import parse_page
 
     with open_store(settings, readonly=True) as store:
         texts = {p["id"]: " ".join(" ".join(s["section_text"] for s in store.sections(p["id"])).split())
@@ -55,7 +55,7 @@ def quote_fidelity(wiki: Path, settings) -> tuple[int, int]:
 
 
 def snapshot(wiki: Path) -> str:
-    from episteme.wikiwrite import iter_page_paths
+    from episteme.wiki.edit import iter_page_paths
 
     h = hashlib.sha256()
     for rel in [*iter_page_paths(wiki), "index.md", "index.json", "log.md"]:
@@ -72,12 +72,12 @@ def main() -> int:
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "RESULTS-writer.md"))
     args = ap.parse_args()
 
+    from episteme.compile.writer import write_paper
     from episteme.config import load_settings
-    from episteme.embedding import load_embedder
     from episteme.graph import WikiGraph
-    from episteme.ingest import ingest_paper
-    from episteme.wikiwrite import check_index_consistency
-    from episteme.writer import write_paper
+    from episteme.ingest.pipeline import ingest_paper
+    from episteme.stores.embedding import load_embedder
+    from episteme.wiki.edit import check_index_consistency
 
     pdfs = [REPO / "examples" / "sample-paper.pdf"]
     pdfs += [Path(args.shared) / "data" / "papers" / name for name in args.papers.split(",") if name]

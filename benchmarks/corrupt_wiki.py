@@ -4,7 +4,7 @@ Each corruption works on *any* sentence by its form, never on a hand-picked one:
 
 * ``number``: a numeral of the sentence (not a citation ``[12]``, a § number or a label such as
   "Table 2") gets another value of the same format (``28.4`` → ``31.2``, ``6`` → ``8``);
-* ``entity``: a named thing (a token the verifier's :func:`episteme.verify.entities_in` calls a
+* ``entity``: a named thing (a token the verifier's :func:`episteme.query.verify.entities_in` calls a
   name: mixed case, letters+digits, a capitalised word inside the sentence) is replaced by another
   name of the same shape found elsewhere in the wiki's sections on the *same* papers (a dataset
   for a dataset, a model for a model, as far as shape tells);
@@ -91,7 +91,7 @@ def _new_number(tok: str, rng: random.Random) -> str:
 
 
 def _entities(text: str):
-    from episteme.verify import entities_in
+    from episteme.query.verify import entities_in
 
     return [e for e in entities_in(text) if len(e.text) >= 2 and not e.text.isdigit()]
 
@@ -100,7 +100,7 @@ def plan_corruptions(units: list[dict], *, per_kind: int = 20, seed: int = 17,
                      kinds: tuple[str, ...] = KINDS) -> list[Corruption]:
     """Pick and build corruptions.  ``units``: dicts ``{file, line, text, section_id, sources}``,
     the claims ``lint --claims`` reads (one per sentence).  At most one corruption per sentence."""
-    from episteme.verify import shape
+    from episteme.query.verify import shape
 
     rng = random.Random(seed)
     order = list(range(len(units)))
@@ -152,7 +152,7 @@ def _corrupt(kind: str, u: dict, units: list[dict], pools, rng: random.Random, s
         new = _new_number(m.group(1), rng)
         return _sub(kind, u, m.group(1), new, m.start())
     if kind == "entity":
-        from episteme.verify import siblings
+        from episteme.query.verify import siblings
 
         # names of the dataset / model / metric form (letters with digits, inner capitals:
         # WMT, ResNet-152, CIFAR-10), swapped for another such name the wiki gives for the same

@@ -24,8 +24,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 INGEST_PAPERS = ("attention_1706.03762v5.pdf", "gan_1406.2661v1.pdf")
-INGEST_MODULES = ("passages.py", "store.py", "ingest.py", "embedding.py", "bert_onnx.py", "vectors.py", "fsutil.py",
-                  "config.py", "cli.py", "commands/ingest.py", "commands/_stores.py")
+INGEST_MODULES = ("stores/sqlite.py", "stores/embedding.py", "stores/bert_onnx.py", "stores/vectors.py",
+                  "ingest/pipeline.py", "fsutil.py", "config.py", "cli.py", "commands/ingest.py",
+                  "commands/_stores.py")
 
 
 def wiki_settings(wiki: Path, **overrides):
@@ -41,8 +42,8 @@ def _cache_key(papers: list[Path]) -> str:
         h.update(p.name.encode())
         h.update(hashlib.sha256(p.read_bytes()).digest())
     pkg = REPO / "plugin" / "episteme"
-    # the modules that shape what ingest stores (any pdf* module: the splitter may grow)
-    sources = {*pkg.glob("pdf*.py"), *(pkg / n for n in INGEST_MODULES)}
+    # the modules that shape what ingest stores (any pdf/ module: the splitter may grow)
+    sources = {*(pkg / "pdf").glob("*.py"), *(pkg / n for n in INGEST_MODULES)}
     for src in sorted(p for p in sources if p.is_file()):
         h.update(str(src.relative_to(REPO)).encode())
         h.update(src.read_bytes())
@@ -89,7 +90,7 @@ def cached_build(name: str, done: str) -> Iterator[Path | None]:
 @pytest.fixture(scope="session")
 def embedder():
     """The default embedder (all-MiniLM-L6-v2 on onnxruntime), loaded once per worker."""
-    from episteme.embedding import load_embedder
+    from episteme.stores.embedding import load_embedder
 
     return load_embedder()
 

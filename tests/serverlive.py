@@ -39,7 +39,7 @@ class LiveServer:
 
     def __init__(self, settings, **app_kwargs):
         import uvicorn
-        from episteme.server import create_app
+        from episteme.server.app import create_app
 
         self.settings = settings
         self.app = create_app(settings, **app_kwargs)
@@ -87,7 +87,7 @@ def half_invented_answer(wiki: Path) -> tuple[str, str]:
     citing it twice, once for what the Attention paper says (multi-head attention's
     projections) and once for an invented claim (the Transformer trained on the Moon): what a
     fake Claude answers to test that tracing supports the one and flags the other."""
-    from episteme.chat import QueryEngine
+    from episteme.query.chat import QueryEngine
     from ingested_wiki import wiki_settings
 
     engine = QueryEngine(wiki_settings(wiki))
@@ -196,7 +196,7 @@ def written_template(ingested_template: Path) -> Path:
             code = (
                 "import json, sys\n"
                 "from episteme.config import load_settings\n"
-                "from episteme.writer import write_paper\n"
+                "from episteme.compile.writer import write_paper\n"
                 "s = load_settings(sys.argv[1], env={}, dotenv=None)\n"
                 "out = [write_paper(s, p, writer='extractive') for p in sys.argv[2:]]\n"
                 "print(json.dumps(out))\n"

@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, SCRIPTS
-from episteme.sections import parse_page
-from episteme.wikiindex import read_index_json, read_log
-from episteme.wikiwrite import check_index_consistency, iter_page_paths
+from episteme.wiki.edit import check_index_consistency, iter_page_paths
+from episteme.wiki.index import read_index_json, read_log
+from episteme.wiki.sections import parse_page
 
 ATTENTION = "attention_1706.03762v5.pdf"
 GAN = "gan_1406.2661v1.pdf"
@@ -183,7 +183,7 @@ def test_a_bad_line_writes_nothing(ingested_wiki):
 
 _BATCH_KILLER = r'''
 import json, sys
-from episteme.batchwrite import parse_batch, run_batch
+from episteme.wiki.batch import parse_batch, run_batch
 wiki, n = sys.argv[1], int(sys.argv[2])
 filler = " ".join(["generator discriminator minimax game value function"] * 80)
 lines = [json.dumps({"op": "create", "page": f"topic-{i % 7}", "title": f"Topic {i}",
@@ -199,7 +199,7 @@ print(json.dumps(run_batch(wiki, parse_batch("\n".join(lines)), known_sources=No
 def test_batch_killed_mid_write_is_all_or_nothing(ingested_wiki):
     """SIGKILL a 60-write batch at random moments (mostly inside its write phase); after the
     next writer opens the wiki, either every write of the batch is there or none is."""
-    from episteme.wikiwrite import WikiWriter
+    from episteme.wiki.edit import WikiWriter
 
     wiki = ingested_wiki
     rng = random.Random(os.getpid())

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from episteme.answer import NO_ANSWER, answer, build_messages, cited_ids, extractive_answer
 from episteme.errors import EpistemeError
-from episteme.llm import UNTRUSTED_NOTICE, LLMError
+from episteme.llm.client import UNTRUSTED_NOTICE, LLMError
+from episteme.query.answer import NO_ANSWER, answer, build_messages, cited_ids, extractive_answer
 from ingested_wiki import wiki_settings
 
 SECTIONS = [
@@ -99,7 +99,7 @@ def test_mode_selection(tmp_path, embedder):
 
 def test_extractive_candidates_never_join_list_items_into_a_claim() -> None:
     """A topic list (link items without sentence punctuation) must not become a 'sentence'."""
-    from episteme.answer import _sentences
+    from episteme.query.answer import _sentences
 
     body = (
         "- [[tables-equations|Tables, Equations and References]] (§5.2 Tables, Equations)\n"

@@ -8,7 +8,7 @@ import re
 import shutil
 
 import pytest
-from episteme.answer_offline import (
+from episteme.query.answer_offline import (
     MIN_WORDS,
     NO_ANSWER,
     OfflineAnswerer,
@@ -17,8 +17,8 @@ from episteme.answer_offline import (
     has_quantity,
     is_answer_sentence,
 )
-from episteme.chat import QueryEngine
-from episteme.trace import split_claims
+from episteme.query.chat import QueryEngine
+from episteme.query.trace import split_claims
 from ingested_wiki import wiki_settings
 from serverlive import written_template  # noqa: F401  (fixture)
 

@@ -8,8 +8,8 @@ import threading
 from pathlib import Path
 
 import pytest
-from episteme.chat import QueryEngine, format_chat_text
-from episteme.wikiwrite import WikiWriter
+from episteme.query.chat import QueryEngine, format_chat_text
+from episteme.wiki.edit import WikiWriter
 from ingested_wiki import wiki_settings
 
 ATT = "attention_1706.03762v5.pdf"

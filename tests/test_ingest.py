@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 from episteme.errors import EpistemeError, NotFoundError
-from episteme.ingest import ingest_paper, rebuild, remove_paper
-from episteme.store import Store, open_store, search_passages_fts
-from episteme.vectors import PASSAGES, VectorStore, open_vectors, scope_where
+from episteme.ingest.pipeline import ingest_paper, rebuild, remove_paper
+from episteme.stores.sqlite import Store, open_store, search_passages_fts
+from episteme.stores.vectors import PASSAGES, VectorStore, open_vectors, scope_where
 from ingested_wiki import wiki_settings
 
 ATT = "attention_1706.03762v5.pdf"

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from episteme.errors import EpistemeError
-from episteme.ingest import ingest_paper
-from episteme.store import open_store
-from episteme.vectors import open_vectors
+from episteme.ingest.pipeline import ingest_paper
+from episteme.stores.sqlite import open_store
+from episteme.stores.vectors import open_vectors
 from ingested_wiki import wiki_settings
 from test_ingest import ATT, GAN, snapshot, subset_pdf
 

@@ -97,7 +97,7 @@ def test_clean_starter_wiki_has_no_findings():
 
 def test_clean_wiki_written_through_wikiwrite(tmp_path: Path):
     """Pages written by the section writer (linked to each other) are lint-clean."""
-    from episteme.wikiwrite import WikiWriter
+    from episteme.wiki.edit import WikiWriter
 
     root = tmp_path / "wiki"
     shutil.copytree(REPO / "wiki", root)
@@ -350,7 +350,7 @@ def test_rules_reference_lists_every_rule_with_its_severity():
 def test_index_checks_agree_with_wikiwrite_consistency_check(broken):
     """Lint compares indexes with the sections of its own single scan; wikiwrite's
     check_index_consistency rescans the pages.  Both must see the same problems."""
-    from episteme.wikiwrite import check_index_consistency
+    from episteme.wiki.edit import check_index_consistency
 
     root, _ = broken
     code_to_rule = {
@@ -369,8 +369,8 @@ def test_index_checks_agree_with_wikiwrite_consistency_check(broken):
 
 
 def test_unreadable_or_missing_indexes_are_regenerated(tmp_path: Path):
-    from episteme.wikiindex import read_index_json, read_index_md
-    from episteme.wikiwrite import WikiWriter
+    from episteme.wiki.edit import WikiWriter
+    from episteme.wiki.index import read_index_json, read_index_md
 
     root = tmp_path / "wiki"
     shutil.copytree(REPO / "wiki", root)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from episteme.lint import lint_wiki
-from episteme.lint_claims import page_sections, section_units
+from episteme.query.claims import page_sections, section_units
 from ingested_wiki import wiki_settings
 from serverlive import written_template  # noqa: F401  (a fixture)
 
@@ -157,8 +157,8 @@ def test_cli_exit_github_annotations_and_table(written_wiki: Path):
 
 
 def test_removing_a_paper_flags_exactly_the_sentences_that_depended_on_it(written_wiki: Path):
-    from episteme.ingest import remove_paper
-    from episteme.wikiwrite import WikiWriter
+    from episteme.ingest.pipeline import remove_paper
+    from episteme.wiki.edit import WikiWriter
 
     att = "Multi-head attention allows the model to jointly attend to information from different " \
           "representation subspaces at different positions."
@@ -211,7 +211,7 @@ def test_since_checks_only_changed_pages(written_wiki: Path):
 
 
 def test_write_time_check_and_strict(written_wiki: Path):
-    from episteme.lint_claims import check_body
+    from episteme.query.claims import check_body
 
     s = wiki_settings(written_wiki)
     ok = check_body(s, "The Transformer (big) reaches 28.4 BLEU on WMT 2014 English-to-German.\n", [ATT])
@@ -239,7 +239,7 @@ def test_write_time_check_and_strict(written_wiki: Path):
 
 
 def test_writer_returns_the_claim_findings_of_what_it_writes(written_wiki: Path):
-    from episteme.writer import write_paper
+    from episteme.compile.writer import write_paper
 
     out = write_paper(wiki_settings(written_wiki), ATT, writer="extractive", dry_run=True)
     assert out["claim_findings"] == []  # the extractive writer quotes its paper: every quote located
@@ -249,7 +249,7 @@ def test_writer_returns_the_claim_findings_of_what_it_writes(written_wiki: Path)
 def test_since_a_date_takes_pages_modified_from_that_day(written_wiki: Path):
     import datetime as dt
 
-    from episteme.lint_claims import changed_pages
+    from episteme.query.claims import changed_pages
 
     pages = sorted(p.relative_to(written_wiki).as_posix() for p in written_wiki.rglob("*.md")
                    if p.name not in ("index.md", "log.md") and ".episteme" not in p.parts and "raw" not in p.parts)
@@ -263,7 +263,7 @@ def test_since_a_date_takes_pages_modified_from_that_day(written_wiki: Path):
 def test_a_replaced_source_names_the_sentences_that_lost_support(tmp_path: Path):
     import sqlite3
 
-    from episteme.lint_claims import PaperIndex, _lost_support
+    from episteme.query.claims import PaperIndex, _lost_support
 
     db = tmp_path / "sections.db"
     with sqlite3.connect(db) as conn:  # the papers table as the store keeps it: a.pdf re-ingested

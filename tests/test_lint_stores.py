@@ -28,7 +28,7 @@ def test_freshly_ingested_wiki_is_clean(ingested_wiki: Path):
 
 
 def test_store_rules_fire_on_real_breakage(ingested_wiki: Path, papers_dir: Path):
-    from episteme.vectors import make_client
+    from episteme.stores.vectors import make_client
 
     s = wiki_settings(ingested_wiki)
     col = make_client(s).get_collection("passages", embedding_function=None)
@@ -93,7 +93,7 @@ def test_unreadable_sqlite_is_reported(ingested_wiki: Path):
 
 
 def test_wiki_written_by_the_extractive_writer_has_no_errors(ingested_wiki: Path, embedder):
-    from episteme.writer import write_paper
+    from episteme.compile.writer import write_paper
 
     for name in ("SCHEMA.md", "index.md", "index.json", "log.md"):
         shutil.copy(REPO / "wiki" / name, ingested_wiki / name)

@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from episteme.graph import WikiGraph, orphans
 from episteme.lint import lint_wiki
-from episteme.pages import frontmatter_title, scan_wiki
+from episteme.wiki.frontmatter import frontmatter_title
+from episteme.wiki.scan import scan_wiki
 
 REPO = Path(__file__).resolve().parent.parent
 SCHEMA_RULES = {"fm-missing-required", "fm-unknown-field", "fm-type", "fm-value"}

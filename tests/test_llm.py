@@ -1,4 +1,4 @@
-"""The Claude client (episteme.llm) with the real anthropic SDK against the fake Messages API."""
+"""The Claude client (episteme.llm.client) with the real anthropic SDK against the fake Messages API."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from episteme.config import DEFAULT_LLM_MODEL, load_settings
 from episteme.errors import EpistemeError
-from episteme.llm import (
+from episteme.llm.client import (
     UNTRUSTED_NOTICE,
     LLMClient,
     LLMError,
@@ -347,8 +347,8 @@ def test_check_schema_subset():
 
 
 def test_llm_import_stays_light():
-    """Importing episteme.llm must not load the SDK (offline runs and light modules)."""
-    code = "import sys, episteme.llm; print('anthropic' in sys.modules, 'httpx2' in sys.modules)"
+    """Importing episteme.llm.client must not load the SDK (offline runs and light modules)."""
+    code = "import sys, episteme.llm.client; print('anthropic' in sys.modules, 'httpx2' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
 

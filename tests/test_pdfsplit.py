@@ -11,7 +11,7 @@ from pathlib import Path
 import pdfgen
 import pytest
 from episteme.commands.split import main as split_main
-from episteme.pdfsplit import PdfError, check_pdf_bytes, split_pdf
+from episteme.pdf.split import PdfError, check_pdf_bytes, split_pdf
 
 REPO = Path(__file__).resolve().parent.parent
 STAMP = "arXiv:2611.01234v1 [physics.ao-ph] 3 Nov 2026"
@@ -323,7 +323,7 @@ def test_ieee_roman_sections_and_italic_lettered_subsections(tmp_path):
 
 
 def test_title_plausibility_rules():
-    from episteme.pdfheadings import plausible_title
+    from episteme.pdf.headings import plausible_title
 
     assert plausible_title("Scaled Dot-Product Attention", numbered=True)
     assert plausible_title("[D1] Discover Relevant Citations", numbered=True)

@@ -10,8 +10,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from episteme.passages import make_passages
-from episteme.pdfsplit import norm_title, split_pdf
+from episteme.pdf.passages import make_passages
+from episteme.pdf.split import norm_title, split_pdf
 
 
 @pytest.fixture(scope="session")
@@ -264,7 +264,7 @@ def test_objects_are_citable_and_out_of_the_prose(attention):
 
 
 def test_locate_quote_gives_the_lines_it_spans(papers_dir):
-    from episteme.pdfsplit import locate_quote
+    from episteme.pdf.split import locate_quote
 
     pdf = papers_dir / "attention_1706.03762v5.pdf"
     boxes = locate_quote(pdf, 4, "We call our particular attention \"Scaled Dot-Product "

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 from episteme.errors import EpistemeError
-from episteme.ingest import ingest_paper, paper_id_for
-from episteme.store import open_store
-from episteme.vectors import open_vectors
+from episteme.ingest.pipeline import ingest_paper, paper_id_for
+from episteme.stores.sqlite import open_store
+from episteme.stores.vectors import open_vectors
 from ingested_wiki import wiki_settings
 from pdfgen import make_paper_pdf, varied_paper
 
@@ -151,7 +151,7 @@ CRASH_POINTS = [
 
 def wiki_sections(wiki: Path) -> list[tuple[str, str, tuple[str, ...]]]:
     """(page, title, sources) of every section of every page, in file order."""
-    from episteme.sections import parse_page
+    from episteme.wiki.sections import parse_page
 
     out = []
     for p in sorted(wiki.rglob("*.md")):
@@ -195,7 +195,7 @@ def test_crash_at_any_point_is_reconciled_and_the_rerun_converges(point, crash_t
     import shutil
 
     from episteme.fsutil import wiki_lock
-    from episteme.ingest import pending_journal, reconcile
+    from episteme.ingest.pipeline import pending_journal, reconcile
 
     wiki = tmp_path / "wiki"
     shutil.copytree(crash_template["wiki"], wiki)
@@ -227,7 +227,7 @@ def test_crash_during_remove_is_undone_or_finished(point, crash_template, tmp_pa
     import shutil
 
     from episteme.fsutil import wiki_lock
-    from episteme.ingest import reconcile
+    from episteme.ingest.pipeline import reconcile
 
     wiki = tmp_path / "wiki"
     shutil.copytree(crash_template["wiki"], wiki)
@@ -311,8 +311,8 @@ def test_awkward_titles_are_sanitised_and_dry_run_matches_the_write(case, tmp_pa
 def test_plan_validation_fails_before_anything_is_written(tmp_path, three_pdfs, embedder):
     """A decision that cannot be made valid (a page path out of the wiki) stops the whole plan
     before the first write: no page, no index, no log entry."""
+    from episteme.compile.writer import Decision, WritePlan, validate_plan
     from episteme.errors import UsageError
-    from episteme.writer import Decision, WritePlan, validate_plan
 
     wiki = tmp_path / "w"
     s = wiki_settings(wiki)
@@ -493,7 +493,7 @@ def test_huge_text_layer_is_bounded(tmp_path):
     """72 KB of PDF holding 20 MB of text: refused or split quickly, never minutes."""
     import time
 
-    from episteme.pdfsplit import split_pdf
+    from episteme.pdf.split import split_pdf
     from pdfgen import make_huge_text_pdf
 
     pdf = make_huge_text_pdf(tmp_path / "huge.pdf", 20_000_000)
@@ -513,7 +513,7 @@ def test_huge_text_layer_is_bounded(tmp_path):
 def test_a_page_skipped_for_its_content_stream_is_named_in_the_warnings(tmp_path):
     """Readable pages plus one with a 10 MB content stream: the paper is split, and the
     warnings say page 3 was not read because of its stream size."""
-    from episteme.pdfsplit import split_pdf
+    from episteme.pdf.split import split_pdf
     from pdfgen import write_pdf
 
     words = ["sample", "station", "drift", "kernel", "budget", "measure", "window", "record",
@@ -614,7 +614,7 @@ def test_wikisearch_imports_without_fcntl():
     """Windows has no ``fcntl``: the section index must import without it (its lock comes from
     episteme.fsutil, which imports the platform's lock module only when locking)."""
     code = ("import sys; sys.modules['fcntl'] = None\n"
-            "import episteme.wikisearch as w\n"
+            "import episteme.query.wikisearch as w\n"
             "assert w.file_lock.__module__ == 'episteme.fsutil'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=_env(), timeout=60)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from episteme.errors import EpistemeError, UsageError
-from episteme.retrieve import Retriever, format_retrieve_text
-from episteme.wikiwrite import WikiWriter
+from episteme.query.retrieve import Retriever, format_retrieve_text
+from episteme.wiki.edit import WikiWriter
 from ingested_wiki import wiki_settings
 from test_wikisearch import make_wiki
 

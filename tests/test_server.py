@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from episteme.store import OBJECT_KINDS
+from episteme.stores.sqlite import OBJECT_KINDS
 from ingested_wiki import wiki_settings
 from serverlive import (
     ATTENTION_Q,
@@ -119,7 +119,7 @@ def test_ingest_real_paper_as_job_then_again_with_dotdot_name(live, papers_dir):
     # the new pages are browsable at once, and the paper's sections match SQLite's
     status, listing, _ = request("GET", live.url + "/wiki")
     assert set(r["wiki_pages_updated"]) <= {p["page"] for p in listing["pages"]}
-    from episteme.store import open_store
+    from episteme.stores.sqlite import open_store
 
     with open_store(live.settings, readonly=True) as st:
         assert [s["title"] for s in st.sections(REAL_PAPER)  # tables/footnotes: r["objects"]
@@ -332,7 +332,7 @@ def test_chat_answers_with_traced_sources_like_the_cli(live):
     for w in r["wiki_sections"]:
         assert _sid_in_page((live.settings.wiki / w["page"]).read_text(), w["id"])
     assert r["sources"]
-    from episteme.store import open_store
+    from episteme.stores.sqlite import open_store
 
     with open_store(live.settings, readonly=True) as st:
         for s in r["sources"]:

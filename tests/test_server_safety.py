@@ -11,7 +11,7 @@ import sys
 
 import pytest
 from episteme.errors import UsageError
-from episteme.server import check_bind, is_loopback
+from episteme.server.app import check_bind, is_loopback
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, free_port, post_json, request, upload
 

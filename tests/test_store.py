@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 from episteme.errors import EpistemeError
-from episteme.store import (
+from episteme.stores.sqlite import (
     SCHEMA_VERSION,
     PaperRow,
     PassageRow,

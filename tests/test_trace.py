@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from conftest import SCRIPTS
 from episteme.errors import EpistemeError, NotFoundError, UsageError
-from episteme.trace import MAX_CLAIMS, Tracer, longest_common_run, split_claims, stem
+from episteme.query.trace import MAX_CLAIMS, Tracer, longest_common_run, split_claims, stem
 from ingested_wiki import wiki_settings
 
 ATT = "attention_1706.03762v5.pdf"
@@ -223,7 +223,7 @@ def test_command_errors_and_text_format(ingested_wiki, capsys, monkeypatch):
 
 
 def test_long_lived_tracer_sees_a_removed_paper(ingested_wiki, embedder):
-    from episteme.ingest import remove_paper
+    from episteme.ingest.pipeline import remove_paper
 
     settings = wiki_settings(ingested_wiki)
     t = Tracer(settings, embedder=embedder)

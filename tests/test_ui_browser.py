@@ -128,7 +128,7 @@ def test_link_sanitizer_yields_no_script_url_in_a_real_browser(page):
     """markdown.js's links as the browser itself parses them: for every hostile URL (control
     characters that browsers strip before reading the scheme, mixed case, other schemes) no
     rendered <a> may resolve to a scheme other than http(s), mailto or the page's own."""
-    static = REPO / "plugin" / "episteme" / "static" / "markdown.js"
+    static = REPO / "plugin" / "episteme" / "server" / "static" / "markdown.js"
     page.set_content("<!doctype html><html><head><base href=\"https://app.invalid/\"></head>"
                      "<body><div id=out></div></body></html>")
     page.add_script_tag(path=str(static))
@@ -197,7 +197,7 @@ def test_ask_shows_citations_passages_and_unsupported_claims(written_template, t
         assert "attention_1706.03762v5.pdf" in meta and "Page" in meta and "Similarity" in meta
         assert len(passage) > 80 and "attention" in passage.lower()
         # the passage shown is verbatim a stored passage
-        from episteme.store import open_store
+        from episteme.stores.sqlite import open_store
 
         with open_store(settings, readonly=True) as st:
             texts = {p["text"] for p in st.passages(paper_id="attention_1706.03762v5.pdf")}
@@ -240,7 +240,7 @@ def test_contradicted_claim_is_shown_with_its_contradicting_quote(written_templa
         assert "28.4" in page.inner_text("[data-testid=contradicted-reason]")
         quote = page.inner_text("[data-testid=contradicting-quote]")
         assert "28.4" in quote
-        from episteme.store import open_store
+        from episteme.stores.sqlite import open_store
 
         with open_store(settings, readonly=True) as st:
             texts = [p["text"] for p in st.passages(paper_id="attention_1706.03762v5.pdf")]

@@ -23,7 +23,7 @@ def boxes_on_screen(page) -> list[dict]:
 
 
 def test_a_source_opens_its_page_with_the_quote_highlighted(written_template, tmp_path, page):  # noqa: F811
-    from episteme.highlight import text_in_box
+    from episteme.pdf.highlight import text_in_box
 
     with serve_copy(written_template, tmp_path / "wiki") as srv:
         wiki = srv.settings.wiki

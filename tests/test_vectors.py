@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from episteme.errors import EpistemeError
-from episteme.vectors import PASSAGES, WIKI_SECTIONS, VectorStore, open_vectors, scope_where
+from episteme.stores.vectors import PASSAGES, WIKI_SECTIONS, VectorStore, open_vectors, scope_where
 from ingested_wiki import wiki_settings
 
 TEXTS = {
@@ -79,7 +79,7 @@ def test_other_model_is_a_clear_error_naming_rebuild(tmp_path, embedder):
 
     code = (
         "from episteme.config import load_settings\n"
-        "from episteme.vectors import VectorStore\n"
+        "from episteme.stores.vectors import VectorStore\n"
         f"s = load_settings({str(tmp_path / 'w')!r}, env={{}}, dotenv=None)\n"
         "try:\n    VectorStore(s, 'other', 384).collection()\nexcept Exception as e:\n    print(e)\n"
         "print(VectorStore(s, 'all-MiniLM-L6-v2', 384).count())\n"
@@ -113,8 +113,8 @@ def test_long_running_process_sees_vectors_another_process_added(tmp_path, embed
     assert len(vs.query_passages(q, 10)[0]) == 4
     code = (
         "from episteme.config import load_settings\n"
-        "from episteme.embedding import load_embedder\n"
-        "from episteme.vectors import open_vectors\n"
+        "from episteme.stores.embedding import load_embedder\n"
+        "from episteme.stores.vectors import open_vectors\n"
         f"s = load_settings({str(tmp_path / 'w')!r}, env={{}}, dotenv=None)\n"
         "e = load_embedder()\n"
         "t = 'a brand new passage about convolutional image classifiers'\n"

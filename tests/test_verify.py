@@ -4,8 +4,8 @@ of passages (unit level), and verdicts through the tracer on the real Attention 
 from __future__ import annotations
 
 import pytest
-from episteme.trace import Tracer
-from episteme.verify import (
+from episteme.query.trace import Tracer
+from episteme.query.verify import (
     CONTRADICTED,
     SUPPORTED,
     UNSUPPORTED,

@@ -5,9 +5,9 @@ verdicts replace the offline ones when their quotes are verbatim, a made-up quot
 from __future__ import annotations
 
 import pytest
-from episteme.llm import LLMClient, LLMError
-from episteme.trace import Tracer
-from episteme.verify_llm import VERDICTS_TOOL, llm_verify
+from episteme.llm.client import LLMClient, LLMError
+from episteme.query.trace import Tracer
+from episteme.query.verify_llm import VERDICTS_TOOL, llm_verify
 from fake_anthropic import error_response, tool_use_response
 from ingested_wiki import wiki_settings
 

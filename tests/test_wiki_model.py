@@ -49,7 +49,7 @@ def test_an_unclosed_frontmatter_is_unclosed_for_every_reader(tmp_path: Path):
     assert fm.props == {} and fm.error == frontmatter.NEVER_CLOSED_ERROR
     assert sections.split_frontmatter(UNCLOSED) == (None, UNCLOSED, 1)
     write(tmp_path, "a.md", UNCLOSED)
-    from episteme.wikiwrite import load_page
+    from episteme.wiki.edit import load_page
 
     with pytest.raises(EpistemeError, match="never closed"):
         load_page(tmp_path, "a")
@@ -74,7 +74,7 @@ def test_structural_files_are_one_list_in_any_case(tmp_path: Path):
     write(tmp_path, "LOG.md", "# not a page\n")
     write(tmp_path, "notes/index.md", "a real page in a folder\n")
     assert files.iter_page_files(tmp_path) == ["notes/index.md"]
-    from episteme.wikiwrite import resolve_page
+    from episteme.wiki.edit import resolve_page
 
     with pytest.raises(EpistemeError, match="structural"):
         resolve_page(tmp_path, "Index")
@@ -83,7 +83,7 @@ def test_structural_files_are_one_list_in_any_case(tmp_path: Path):
 # --------------------------------------------------------------------------- one link parser
 
 def test_writer_checks_the_links_the_graph_sees():
-    from episteme.writer import check_links, link_targets
+    from episteme.compile.writer import check_links, link_targets
 
     body = "[[A|label]] ![[img.png]] `[[../../etc/passwd]]`\n```\n[[/abs]]\n```\n[[B#h]] [[C.md]]\n"
     assert link_targets(body) == list(links.scan_links(body.encode()).targets) == ["A", "B", "C"]
@@ -93,7 +93,7 @@ def test_writer_checks_the_links_the_graph_sees():
 
 
 def test_answer_display_text_uses_the_link_parser():
-    from episteme.answer import display_text  # answers strip links with the one parser
+    from episteme.query.answer import display_text  # answers strip links with the one parser
 
     assert display_text is links.display_text
     assert links.display_text("[[a|b]] and [[c#h]] and ![[d]]") == "b and c#h and !d"

@@ -7,7 +7,7 @@ import json
 
 import pytest
 from episteme.errors import EpistemeError
-from episteme.wikiindex import (
+from episteme.wiki.index import (
     IndexEntry,
     IndexMd,
     append_log,

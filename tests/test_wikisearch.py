@@ -7,8 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from episteme.wikisearch import WikiSectionIndex
-from episteme.wikiwrite import WikiWriter
+from episteme.query.wikisearch import WikiSectionIndex
+from episteme.wiki.edit import WikiWriter
 from ingested_wiki import wiki_settings
 
 SECTIONS = [

@@ -12,9 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 from episteme.errors import EpistemeError, NotFoundError, UsageError
-from episteme.sections import parse_page, split_frontmatter
-from episteme.wikiindex import read_index_json, read_index_md, read_log
-from episteme.wikiwrite import (
+from episteme.wiki.edit import (
     WikiWriter,
     check_index_consistency,
     create_section,
@@ -29,6 +27,8 @@ from episteme.wikiwrite import (
     validate_sources,
     validate_title,
 )
+from episteme.wiki.index import read_index_json, read_index_md, read_log
+from episteme.wiki.sections import parse_page, split_frontmatter
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "plugin" / "scripts" / "write_section.py"
@@ -399,7 +399,7 @@ def test_real_vault_pages_keep_their_text_and_fields(vaults_dir, tmp_path, vault
     shutil.copytree(src, wiki, ignore=shutil.ignore_patterns(".git"))
     (wiki / "raw").mkdir(exist_ok=True)
     (wiki / "raw" / "paper.pdf").write_bytes(b"%PDF stand-in")
-    from episteme.wikiwrite import iter_page_paths
+    from episteme.wiki.edit import iter_page_paths
 
     candidates = [rel for rel in iter_page_paths(wiki) if (wiki / rel).read_text(encoding="utf-8").startswith("---\n")]
     chosen = candidates[:: max(1, len(candidates) // 6)][:6]
@@ -461,8 +461,8 @@ def test_index_splicing_matches_full_render(tmp_path):
     sequences of new ids, updates and deletions, and still lands correctly on hand-edited files."""
     import random
 
-    from episteme.wikiindex import IndexEntry, IndexMd, render_index_json
-    from episteme.wikiwrite import _IndexFiles
+    from episteme.wiki.edit import _IndexFiles
+    from episteme.wiki.index import IndexEntry, IndexMd, render_index_json
 
     rng = random.Random(7)
     for trial in range(4):

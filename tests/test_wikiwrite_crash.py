@@ -20,21 +20,21 @@ from pathlib import Path
 
 import pytest
 import yaml
-from episteme.sections import parse_page
-from episteme.wikiindex import read_index_json, read_index_md, read_log
-from episteme.wikiwrite import (
+from episteme.wiki.edit import (
     check_index_consistency,
     iter_page_paths,
     pending_write,
     rebuild_indexes,
     scan_sections,
 )
+from episteme.wiki.index import read_index_json, read_index_md, read_log
+from episteme.wiki.sections import parse_page
 
 REPO = Path(__file__).resolve().parent.parent
 
 WRITER = r'''
 import json, random, sys
-from episteme.wikiwrite import WikiWriter
+from episteme.wiki.edit import WikiWriter
 wiki, tag, batches = sys.argv[1], sys.argv[2], int(sys.argv[3])
 rng = random.Random(tag)
 pages = [f"topic-{i}" for i in range(5)] + ["nested/deep-topic"]
@@ -157,8 +157,8 @@ def test_two_concurrent_writers_lose_nothing(tmp_path):
 
 CRASHER = r'''
 import os, sys
-import episteme.wikiwrite as ww
-from episteme.wikiwrite import WikiWriter
+import episteme.wiki.edit as ww
+from episteme.wiki.edit import WikiWriter
 wiki, point, nth = sys.argv[1], sys.argv[2], int(sys.argv[3])
 real = getattr(ww, point)
 calls = []
@@ -182,7 +182,7 @@ with WikiWriter(wiki, op="ingest", subject="b.pdf", known_sources={"a.pdf", "b.p
     ("append_log", 1, True), ("_clear_pending", 1, True),
 ])
 def test_crash_at_each_step_is_recoverable(tmp_path, point, nth, page_written):
-    from episteme.wikiwrite import create_section
+    from episteme.wiki.edit import create_section
 
     wiki, _ = _new_wiki(tmp_path)
     create_section(wiki, "topic-0", title="Old", description="old one", body="old body", sources=["a.pdf"],

@@ -13,13 +13,19 @@ import sys
 from pathlib import Path
 
 import pytest
+from episteme.compile.writer import (
+    Decision,
+    choose_writer,
+    load_paper,
+    validate_decision,
+    write_paper,
+)
 from episteme.config import load_settings
 from episteme.errors import NotFoundError, UsageError
 from episteme.fsutil import slugify
-from episteme.llm import UNTRUSTED_NOTICE, LLMClient, LLMError
-from episteme.wikiindex import read_index_json, read_index_md, read_log
-from episteme.wikiwrite import check_index_consistency, create_section, iter_page_paths
-from episteme.writer import Decision, choose_writer, load_paper, validate_decision, write_paper
+from episteme.llm.client import UNTRUSTED_NOTICE, LLMClient, LLMError
+from episteme.wiki.edit import check_index_consistency, create_section, iter_page_paths
+from episteme.wiki.index import read_index_json, read_index_md, read_log
 from fake_anthropic import error_response, tool_use_response
 
 REPO = Path(__file__).resolve().parent.parent

@@ -22,14 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 from episteme.config import load_settings
-from episteme.sections import parse_page, split_frontmatter
-from episteme.wikiindex import read_index_json, read_index_md, read_log
-from episteme.wikiwrite import (
+from episteme.wiki.edit import (
     check_index_consistency,
     iter_page_paths,
     pending_write,
     rebuild_indexes,
 )
+from episteme.wiki.index import read_index_json, read_index_md, read_log
+from episteme.wiki.sections import parse_page, split_frontmatter
 from ingested_wiki import _cache_key, cache_root, cached_build
 
 REPO = Path(__file__).resolve().parent.parent
@@ -167,7 +167,7 @@ def test_pages_have_graph_frontmatter_titles_and_tags(writer_stages):
 def test_every_quote_is_the_papers_own_text(writer_stages):
     """Nothing invented: every quoted sentence occurs verbatim (whitespace aside) in the paper
     the section cites, inside the section the text says it came from."""
-    from episteme.store import open_store
+    from episteme.stores.sqlite import open_store
 
     wiki = writer_stages / "after_bert"
     settings = load_settings(wiki, env={}, dotenv=None)
@@ -209,7 +209,7 @@ def test_graph_query_connects_the_two_papers(writer_stages):
 
 
 def test_same_input_gives_a_byte_identical_wiki(writer_stages, tmp_path, embedder):
-    from episteme.writer import write_paper
+    from episteme.compile.writer import write_paper
 
     wiki = _copy(writer_stages, "stores", tmp_path)
     settings = load_settings(wiki, env={}, dotenv=None)
@@ -223,7 +223,7 @@ def test_same_input_gives_a_byte_identical_wiki(writer_stages, tmp_path, embedde
 
 
 def test_dry_run_plans_the_update_and_writes_nothing(writer_stages, tmp_path, embedder):
-    from episteme.writer import write_paper
+    from episteme.compile.writer import write_paper
 
     wiki = _copy(writer_stages, "after_attention", tmp_path)
     before = _snapshot(wiki)
@@ -241,10 +241,10 @@ def test_dry_run_plans_the_update_and_writes_nothing(writer_stages, tmp_path, em
 
 _KILLER = r'''
 import os, random, signal, sys, datetime
-import episteme.fsutil as fsutil, episteme.wikiwrite as ww, episteme.wikiindex as wi
+import episteme.fsutil as fsutil, episteme.wiki.edit as ww, episteme.wiki.index as wi
 from episteme.config import load_settings
-from episteme.writer import apply_plan
-from episteme.writer_extractive import plan_extractive
+from episteme.compile.writer import apply_plan
+from episteme.compile.extractive import plan_extractive
 wiki, paper, seed = sys.argv[1], sys.argv[2], int(sys.argv[3])
 settings = load_settings(wiki, env={}, dotenv=None)
 plan = plan_extractive(settings, paper, today=datetime.date(2026, 11, 29))
@@ -343,7 +343,7 @@ def test_agent_flow_write_section_then_consistent(writer_stages, tmp_path):
 
 
 def test_keyphrases_and_sentences_are_deterministic_and_clean():
-    from episteme.writer_extractive import candidate_sentences, keyphrases
+    from episteme.compile.extractive import candidate_sentences, keyphrases
 
     text = ("Multi-head attention allows the model to jointly attend to information. "
             "Figure 3: attention heads in layer 5 of 6 are shown here in colour. "

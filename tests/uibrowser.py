@@ -61,7 +61,7 @@ def words_in_order(quote: str, under: str) -> float:
     page number, which are insertions, not misses)."""
     import difflib
 
-    from episteme.highlight import normalize
+    from episteme.pdf.highlight import normalize
 
     def ws(s: str) -> list[str]:
         n, _src, spans = normalize(s)

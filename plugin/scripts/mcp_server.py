@@ -7,6 +7,6 @@ import _bootstrap
 
 _bootstrap.require("mcp", "chromadb", "onnxruntime", "tokenizers", "numpy")
 
-from episteme.mcp_server import main  # noqa: E402
+from episteme.server.mcp import main  # noqa: E402
 
 sys.exit(main())

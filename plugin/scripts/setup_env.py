@@ -107,7 +107,7 @@ def main() -> int:
             actions.append("installed")
         stamp.write_bytes(want)
     if not args.skip_model:
-        run([str(py), "-m", "episteme.embedding", "prepare"])
+        run([str(py), "-m", "episteme.stores.embedding", "prepare"])
     if args.browser and not shutil.which("chromium"):
         env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
         run(["apt-get", "update", "-qq"], env=env)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from episteme.commands.graph import graph_query
 from episteme.lint import apply_fixes, lint_wiki
-from episteme.wikiwrite import create_section
+from episteme.wiki.edit import create_section
 
 TODAY = dt.date(2026, 11, 29)
 

@@ -28,8 +28,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         args = build_parser().parse_args(argv)
-        from ..chat import QueryEngine, format_chat_text
         from ..errors import UsageError
+        from ..query.chat import QueryEngine, format_chat_text
 
         if not 1 <= args.top <= 20:
             raise UsageError("--top must be between 1 and 20")
@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
             result = engine.chat(question, k=args.k, mode=args.mode, top=args.top)
         finally:
             engine.close()
-        from ..highlight import attach_boxes
+        from ..pdf.highlight import attach_boxes
 
         attach_boxes(engine.settings.wiki, result)  # every source gains its highlight boxes
         if args.render:

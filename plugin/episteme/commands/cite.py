@@ -1,7 +1,7 @@
 """``episteme cite PAPER|PAGE``: BibTeX for an ingested paper, or for every paper a wiki page cites.
 
 The entry is built from what ingest stored per paper (title, authors, and the year, venue,
-arXiv id and DOI read from the PDF by :mod:`episteme.pdfmeta`).  Given a wiki page instead of a
+arXiv id and DOI read from the PDF by :mod:`episteme.pdf.meta`).  Given a wiki page instead of a
 paper, it prints one entry per ingested paper the page names (its sources and links).
 ``--json`` prints the records instead of BibTeX.
 """
@@ -27,7 +27,7 @@ def cited_papers(settings, target: str) -> list[dict]:
     whose ids the wiki page ``target`` mentions (in page order)."""
     from ..errors import NotFoundError
     from ..fsutil import safe_join
-    from ..store import open_store
+    from ..stores.sqlite import open_store
 
     with open_store(settings, readonly=True) as st:
         papers = {p["id"]: p for p in st.papers()}
@@ -54,7 +54,7 @@ def cited_papers(settings, target: str) -> list[dict]:
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
-        from ..pdfmeta import bibtex, cite_key
+        from ..pdf.meta import bibtex, cite_key
 
         papers = cited_papers(settings_from_args(args), args.target)
         if args.json:

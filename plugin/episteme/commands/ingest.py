@@ -5,7 +5,7 @@
 Re-ingesting the same bytes is a no-op (``"status": "unchanged"``); a changed file under the
 same name replaces the old rows and vectors; ``--force`` redoes it anyway.
 
-``--write`` then writes the paper into the wiki (:func:`episteme.writer.write_paper`) with
+``--write`` then writes the paper into the wiki (:func:`episteme.compile.writer.write_paper`) with
 ``--writer claude`` (Claude decides each section), ``extractive`` (offline, deterministic) or
 ``auto`` (Claude when an API key is set and not inside an agent, else extractive); the JSON
 gains ``wiki_pages_updated``, ``new_sections``, ``updated_sections`` (and ``llm_usage``).
@@ -42,9 +42,9 @@ def _write(settings, result: dict, args) -> dict:
     """Run the wiki writer on one ingested paper and merge its keys into ``result``."""
     import sys
 
+    from ..compile.writer import write_paper
     from ..errors import EpistemeError
-    from ..llm import format_usage
-    from ..writer import write_paper
+    from ..llm.client import format_usage
 
     today = date_arg(args.date, "--date")
     try:
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
         from ..errors import UsageError
-        from ..ingest import ingest_paper
+        from ..ingest.pipeline import ingest_paper
 
         if args.name and len(args.pdf) > 1:
             raise UsageError("--name needs exactly one PDF")

@@ -21,7 +21,7 @@ FILES = ("SCHEMA.md", "index.md", "index.json", "log.md")
 
 
 def _starter(name: str) -> str:
-    from ..wikiindex import DEFAULT_INDEX_HEADER, DEFAULT_LOG_HEADER
+    from ..wiki.index import DEFAULT_INDEX_HEADER, DEFAULT_LOG_HEADER
 
     if name == "SCHEMA.md":
         return STARTER_SCHEMA.read_text(encoding="utf-8")
@@ -44,7 +44,7 @@ def init_wiki(wiki: str | os.PathLike) -> dict[str, Any]:
     each written atomically); return what was created and what already existed."""
     from ..errors import UsageError
     from ..fsutil import atomic_write_text
-    from ..wikiwrite import write_lock
+    from ..wiki.edit import write_lock
 
     root = Path(wiki)
     if root.exists() and not root.is_dir():

@@ -1,9 +1,9 @@
-"""``episteme mcp``: the MCP server over stdio (see :mod:`episteme.mcp_server`)."""
+"""``episteme mcp``: the MCP server over stdio (see :mod:`episteme.server.mcp`)."""
 
 from __future__ import annotations
 
 
 def main(argv: list[str] | None = None) -> int:
-    from ..mcp_server import main as serve
+    from ..server.mcp import main as serve
 
     return serve(argv)

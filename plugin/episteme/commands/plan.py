@@ -33,9 +33,9 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
+        from ..compile.writer import plan_paper, resolve_paper_id
         from ..config import load_settings
         from ..errors import UsageError
-        from ..writer import plan_paper, resolve_paper_id
 
         if not 1 <= args.k <= 50:
             raise UsageError("--k must be between 1 and 50")

@@ -18,7 +18,7 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
-        from ..ingest import rebuild
+        from ..ingest.pipeline import rebuild
 
         out = rebuild(settings_from_args(args), progress=not args.no_progress,
                       use_outline=not args.no_outline)

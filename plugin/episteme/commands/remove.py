@@ -19,7 +19,7 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
-        from ..ingest import remove_paper
+        from ..ingest.pipeline import remove_paper
 
         print_json(remove_paper(settings_from_args(args), args.paper))
         return 0

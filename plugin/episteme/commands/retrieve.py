@@ -23,7 +23,7 @@ def main(argv: list[str] | None = None) -> int:
 
     def body() -> int:
         args = build_parser().parse_args(argv)
-        from ..retrieve import Retriever, format_retrieve_text
+        from ..query.retrieve import Retriever, format_retrieve_text
 
         question = sys.stdin.read() if args.question == "-" else args.question
         result = Retriever(settings_from_args(args)).retrieve(question, k=args.k)

@@ -35,7 +35,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
         from ..errors import UsageError
-        from ..server import check_bind, serve
+        from ..server.app import check_bind, serve
 
         if not 0 < args.port < 65536:
             raise UsageError(f"--port must be 1-65535, got {args.port}")

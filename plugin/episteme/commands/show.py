@@ -34,7 +34,7 @@ def build_parser() -> ArgumentParser:
 def passage_text(settings, passage_id: str) -> dict:
     """The stored passage ``{paper, page, text}`` for an id (NotFoundError if there is none)."""
     from ..errors import NotFoundError
-    from ..store import open_store
+    from ..stores.sqlite import open_store
 
     with open_store(settings, readonly=True) as st:
         row = st.passages_by_id([passage_id]).get(passage_id)
@@ -50,8 +50,8 @@ def show_page(wiki: Path, paper: str, out: Path, *, page: int | None = None,
     write it to ``out`` atomically.  The page defaults to the first box's."""
     from ..errors import NotFoundError, UsageError
     from ..fsutil import atomic_write_bytes
-    from ..highlight import quote_boxes
-    from ..pagerender import highlighted_png, paper_pdf
+    from ..pdf.highlight import quote_boxes
+    from ..pdf.render import highlighted_png, paper_pdf
 
     pdf = paper_pdf(wiki, paper)
     if boxes is None:
@@ -75,7 +75,7 @@ def render_sources(wiki: Path, result: dict, out_dir: str | Path, scale: float =
     N = the source's rank), the path recorded on the source as ``image``.  Sources whose page
     cannot be rendered get ``image_error`` instead; the answer itself is never lost."""
     from ..errors import EpistemeError
-    from ..highlight import attach_boxes
+    from ..pdf.highlight import attach_boxes
 
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -25,7 +25,7 @@ def split_json(path: str, *, use_outline: bool = True, with_text: bool = False,
                max_pages: int | None = None) -> dict:
     """The section JSON printed by ``episteme split`` (also used by the benchmark)."""
     from ..errors import NotFoundError, UsageError
-    from ..pdfsplit import split_pdf
+    from ..pdf.split import split_pdf
 
     p = Path(path)
     if not p.exists():

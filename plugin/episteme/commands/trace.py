@@ -57,7 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
         from ..errors import UsageError
-        from ..trace import Tracer, format_trace_text
+        from ..query.trace import Tracer, format_trace_text
 
         if args.sections and args.papers:
             raise UsageError("give --sections or --papers, not both")
@@ -70,19 +70,19 @@ def main(argv: list[str] | None = None) -> int:
                               threshold=args.threshold, include_references=args.include_references)
         result["verifier"] = "offline"
         if args.verifier != "offline":
-            from ..llm import llm_mode
+            from ..llm.client import llm_mode
 
             if llm_mode(settings) == "claude":
-                from ..verify_llm import llm_verify
+                from ..query.verify_llm import llm_verify
 
                 result = llm_verify(settings, result)
                 if result.get("llm_usage"):
-                    from ..llm import format_usage
+                    from ..llm.client import format_usage
 
                     print(format_usage(result["llm_usage"]), file=sys.stderr)
             elif args.verifier == "claude":
                 raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
-        from ..highlight import attach_boxes
+        from ..pdf.highlight import attach_boxes
 
         attach_boxes(tracer.settings.wiki, result)  # every source gains its highlight boxes
         if args.render:

@@ -8,7 +8,7 @@ The agent's single write primitive (skill ``wiki-ingest``)::
         [--section-id sec_004] < body.md
 
 ``--batch``: every write of a paper at once, JSON lines on stdin (create / update / append
-per line, see :mod:`episteme.batchwrite`), validated as a whole before anything is written,
+per line, see :mod:`episteme.wiki.batch`), validated as a whole before anything is written,
 then written under one lock with one ``log.md`` entry::
 
     write_section.py --wiki W --batch --source attention.pdf --subject attention.pdf < writes.jsonl
@@ -80,7 +80,7 @@ def _read_body(args) -> str | None:
 
 def run(args) -> dict:
     from ..config import load_settings
-    from ..wikiwrite import WikiWriter, raw_sources
+    from ..wiki.edit import WikiWriter, raw_sources
 
     wiki = load_settings(args.wiki, dotenv=".env").wiki
     warnings: list[str] = []
@@ -139,13 +139,13 @@ def _claim_check(args, wiki, body: str | None) -> list[dict] | None:
     settings = load_settings(wiki, dotenv=".env")
     if not settings.sqlite_path.exists():
         return None
-    from ..lint_claims import check_body
+    from ..query.claims import check_body
 
     sources = list(args.source)
     if args.section_id and not args.replace_sources:
         import contextlib
 
-        from ..wikiwrite import find_section
+        from ..wiki.edit import find_section
 
         with contextlib.suppress(Exception):  # an unknown id is the writer's clear error, below
             sources = list(dict.fromkeys([*find_section(wiki, args.section_id)[1].sources, *sources]))
@@ -153,7 +153,7 @@ def _claim_check(args, wiki, body: str | None) -> list[dict] | None:
 
 
 def _run_batch(args, wiki, known, warnings: list[str]) -> dict:
-    from ..batchwrite import parse_batch, run_batch
+    from ..wiki.batch import parse_batch, run_batch
 
     if args.page or args.section_id or args.title or args.description:
         raise UsageError("--batch takes the writes on stdin; --page/--section-id/--title/"

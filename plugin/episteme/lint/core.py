@@ -177,7 +177,7 @@ def lint_wiki(
     since: str | None = None,
 ) -> LintReport:
     """Run every enabled rule over the wiki at ``wiki`` (``claims``: also check the claims of
-    the sections against their papers, :mod:`episteme.lint_claims`; ``since`` limits that)."""
+    the sections against their papers, :mod:`episteme.query.claims`; ``since`` limits that)."""
     from ..graph.core import WikiGraph
     from .indexes import check_indexes, log_findings
 
@@ -209,7 +209,7 @@ def lint_wiki(
 
         findings.extend(check_stores(root, settings, enabled, sections))
     if claims and enabled & CLAIM_RULES:
-        from ..lint_claims import lint_hook
+        from ..query.claims import lint_hook
 
         findings.extend(lint_hook(report, settings, sections, since))
     _apply_severity(schema, findings)
@@ -259,7 +259,7 @@ class _Suggester:
     def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
         """Each page's title and file stem, lowercased -> the first node (in id order) with
         that name.  ``titles[i]``: the frontmatter title of ``ids[i]`` (``None``: no title, so
-        the stem stands for it, as :attr:`episteme.pages.Page.title` says)."""
+        the stem stands for it, as :attr:`episteme.wiki.page.Page.title` says)."""
         names: dict[str, int] = {}
         put = names.setdefault
         for i, pid in enumerate(ids):

@@ -60,7 +60,7 @@ def _skip(file: str, message: str) -> dict[str, Any]:
 
 
 def _fix_indexes(root: str) -> list[dict[str, Any]]:
-    from ..wikiwrite import rebuild_indexes
+    from ..wiki.edit import rebuild_indexes
 
     res = rebuild_indexes(root)
     out = []

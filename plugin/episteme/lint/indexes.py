@@ -37,7 +37,7 @@ def read_text(path: str) -> str | None:
 
 def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozenset[str]) -> list[Finding]:
     """Sections found by the scan vs ``index.md`` / ``index.json`` (parsed by
-    :mod:`episteme.wikiindex`, so lint agrees with the writer on both formats)."""
+    :mod:`episteme.wiki.index`, so lint agrees with the writer on both formats)."""
     out: list[Finding] = []
     expected: dict[str, tuple[str, SectionInfo]] = {}
     for pid, s in sections:
@@ -53,8 +53,8 @@ def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozen
     if not expected and md_text is None and json_text is None:
         return out  # not an episteme wiki (or an empty one): nothing to compare
     from ..errors import EpistemeError
+    from ..wiki.edit import pending_write
     from ..wiki.index import INDEX_JSON, INDEX_MD, IndexEntry, parse_index_json, parse_index_md
-    from ..wikiwrite import pending_write
 
     pending = pending_write(root)
     if pending is not None and "index-interrupted-write" in on:

@@ -2,9 +2,9 @@
 
 Why split this way: a lint run must read every page exactly once (it is the hot path, the
 same cost as a graph query).  The per-page checks below therefore run inside the scan, right
-after :func:`episteme.pages.parse_page` and while the file's bytes are still in hand (in the
+after :func:`episteme.wiki.page.parse_page` and while the file's bytes are still in hand (in the
 scan's worker processes on big wikis); only what the cross-page rules need (the
-:class:`~episteme.pages.Page`, its sections, a few key lines) travels back to the caller.
+:class:`~episteme.wiki.page.Page`, its sections, a few key lines) travels back to the caller.
 
 Standard library + PyYAML only.
 """
@@ -81,7 +81,7 @@ RULES: dict[str, Rule] = {
                                "embeds and adds the passages that have no vector"),
     "store-model-mismatch": Rule("error", "vectors or papers recorded with another embedding model than configured"),
     "store-unknown-source": Rule("error", "an index.json source that is not a paper in SQLite"),
-    # claims (--claims; episteme.lint_claims)
+    # claims (--claims; episteme.query.claims)
     "claim-contradicted": Rule("error", "a sentence of a section that its own source papers contradict"),
     "claim-unsupported": Rule("warning", "a sentence of a section that no passage of its source papers states"),
     "claim-misquoted": Rule("warning", "a quote not found verbatim in the section's sources"),
@@ -335,7 +335,7 @@ def check_frontmatter(page: Page, rules: PageRules, lines: Any) -> list[Finding]
 
 def _check_date(pid: str, key: str, v: Any, at: Any, *, strict: bool) -> Finding | None:
     """``strict`` (the schema declares the field a date): only real YAML dates pass; without a
-    schema, anything :func:`episteme.schema.page_date` reads (epoch numbers, datetime text)
+    schema, anything :func:`episteme.wiki.schema.page_date` reads (epoch numbers, datetime text)
     passes and only unreadable or oddly written dates are reported.  ``at(key)`` gives the
     line, asked only when there is a finding (it costs a pass over the frontmatter)."""
     if v is None or isinstance(v, _dt.date):

@@ -50,8 +50,8 @@ def _settings(root: str, settings: Any):
 
 def check_stores(root: str, settings: Any, on: frozenset[str], sections: list[tuple[str, SectionInfo]]) -> list[Finding]:
     """The store-* findings for the wiki at ``root``."""
-    from ..ingest import list_raw
-    from ..store import Store
+    from ..ingest.pipeline import list_raw
+    from ..stores.sqlite import Store
 
     settings = _settings(root, settings)
     out: list[Finding] = []
@@ -121,7 +121,7 @@ def _unknown_sources(root: str, papers: set[str]) -> list[Finding]:
 
 
 def _passages_collection(settings):
-    from ..vectors import PASSAGES, make_client
+    from ..stores.vectors import PASSAGES, make_client
 
     client = make_client(settings)
     try:
@@ -134,7 +134,7 @@ def _vector_findings(root, settings, on, papers, passage_counts, passage_ids) ->
     out: list[Finding] = []
     chroma_rel = _rel(root, settings.chroma_path) if not settings.chroma_host else f"chroma://{settings.chroma_host}"
     if not settings.chroma_host:  # Chroma's own error for this is "error returned from database"
-        from ..vectors import read_only_chroma
+        from ..stores.vectors import read_only_chroma
 
         reason = read_only_chroma(settings.chroma_path)
         if reason and "store-read-only" in on:
@@ -198,9 +198,9 @@ def fix_vectors(root: str, settings: Any, items: list[Finding]) -> list[dict[str
     """Embed the passages that have no vector and add them with the metadata ingest writes.
     Refused (reported, nothing written) when Chroma holds another model's vectors: mixing
     vector spaces would corrupt search; ``episteme rebuild`` is the repair then."""
-    from ..embedding import get_embedder
-    from ..store import Store
-    from ..vectors import open_vectors
+    from ..stores.embedding import get_embedder
+    from ..stores.sqlite import Store
+    from ..stores.vectors import open_vectors
 
     settings = _settings(root, settings)
     col = _passages_collection(settings)

@@ -1,0 +1,553 @@
+"""The offline writer: a deterministic wiki skeleton built only from the paper's own sentences.
+
+No model writes anything here, so nothing can be invented: every sentence on a page is quoted
+from the paper (whitespace normalised), with the section and pages it came from.  What the
+writer decides is *which* sentences and *where* they go:
+
+* **Key sentences** — a section's candidate sentences (clean, self-contained prose; no captions,
+  formulas or table rows) are embedded and ranked by centrality: cosine similarity to the mean
+  of the section's sentence vectors, i.e. the sentences most representative of the section.
+* **Pages** — one summary page per paper (``papers/<slug>.md``, ``type: paper``: the abstract's
+  key sentences, the paper's most central sentences, its generic sections such as Introduction
+  and Conclusion, and a list of its topics); every other section becomes a topic page
+  ``<slug-of-the-section-title>.md`` (``multi-head-attention.md``).
+* **Merging** — before creating a topic, the related wiki sections are retrieved
+  (:class:`episteme.compile.writer.RelatedFinder`) and compared exactly with the section's key text; a
+  topic page with the same slug, or a topic section at least :data:`MERGE_SIMILARITY` similar,
+  is updated instead: the paper joins its sources and a "From <paper>" paragraph is appended.
+* **Links** — topic sections link to their paper page and to the most similar other topics
+  (of this paper and already in the wiki); the paper page links to every topic it touched, so
+  the graph tools see papers connected through shared topics.
+* **Tags** — keyphrases: the most frequent content words and two-word phrases of the section.
+
+Deterministic: the same wiki and paper give the same decisions, byte for byte (dates come from
+the injected ``today``).  The result is an honest skeleton an LLM (or a person) can refine.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..fsutil import slugify
+from .writer import (
+    PAPERS_FOLDER,
+    Decision,
+    PaperInfo,
+    PaperSection,
+    RelatedFinder,
+    WritePlan,
+    load_page,
+    load_paper,
+    page_type_of,
+)
+
+EXTRA_DEFINITIONS = 1  # per topic section, beyond the central sentences
+EXTRA_NUMBERS = 2  # sentences stating a quantity (a result, a size), beyond the central ones
+MERGE_SIMILARITY = 0.6  # cosine (MiniLM) of key texts above which a topic joins an existing one
+RELATED_SIMILARITY = 0.5  # cosine above which two topics link to each other
+TOPIC_SENTENCES = 3
+GENERIC_SENTENCES = 2
+SUMMARY_SENTENCES = 3
+KEY_POINTS = 5
+MAX_RELATED_LINKS = 3
+CANDIDATES = 6  # related wiki sections retrieved per topic
+
+#: Section titles that describe the paper rather than a topic: they go on the paper's page.
+GENERIC_TITLES = frozenset({
+    "abstract", "introduction", "background", "related work", "prior work", "previous work",
+    "conclusion", "conclusions", "discussion", "results", "experiments", "experiment",
+    "experimental setup", "experimental results", "evaluation", "training", "method", "methods",
+    "methodology", "approach", "overview", "summary", "analysis", "setup", "preliminaries",
+    "future work", "limitations", "acknowledgements", "acknowledgments", "appendix",
+    "supplementary material", "conclusion and future work", "conclusions and future work",
+    "discussion and conclusion", "results and discussion", "motivation", "model", "our approach",
+    "proposed method", "implementation details", "implementation", "ablation studies",
+    "ablation study", "ablations", "additional ablation studies", "detailed experimental setup",
+})
+
+_STOP_WORDS = """a about above after again against all also although among an and any are as at be because
+    been before being below between both but by can could did do does doing down during each either
+    et al etc few for from further had has have having he her here hers him his how however i if in
+    into is it its itself just let may me might more most much must my no nor not now of off on
+    once only or other our ours out over own per same she should since so some such than that the
+    their theirs them then there these they this those through thus to too under until up upon us
+    use used uses using very via was we were what when where whether which while who whom why will
+    with within without would yet you your one two three four five first second third new show
+    shows shown given based well many several like different another often large small high low
+    fig figure table section paper work approach method results result also make makes made
+    model models task tasks set sets number following example see use show obtain obtained able
+    respectively compared across due since even still case cases way ways rather less much
+    propose proposed present presented describe described report reported"""
+_STOP = frozenset(_STOP_WORDS.split())
+_WORD_RE = re.compile(r"[A-Za-z][A-Za-z-]*[A-Za-z]")
+_SENT_BAD = re.compile(r"\[\[|\]\]|<!--|-->|`|\*|\||~~~|https?:|www\.|@|\\")
+_CAPTION_RE = re.compile(r"(^|\s)(Figure|Fig\.|Table|Algorithm)\s*\d+\s*[:.]", re.IGNORECASE)
+LEAD_BONUS = 0.06  # the first sentences of a section tend to state its point
+LENGTH_BONUS = 0.03  # for sentences of 15-45 words: informative but still quotable
+META_PENALTY = 0.1  # sentences about the paper's own structure say little about the topic
+_META_RE = re.compile(
+    r"^(We now|Now we|In this (section|paper|work)|This (section|paper)|The rest of|As (shown|described|discussed)"
+    r"|Next,|Finally,|Here,? we|Below|Above|See |We (first|then) (describe|present|introduce))\b",
+)
+
+
+# ----------------------------------------------------------------------------- sentences
+
+
+def candidate_sentences(text: str) -> list[str]:
+    """The quotable sentences of a section, in order, whitespace normalised.
+
+    Kept: 8-70 words, 50-420 characters, mostly letters, starting with a capital (or a quote)
+    and ending with sentence punctuation.  Dropped: captions, formulas and table debris, URLs,
+    e-mail addresses and anything that could be read as wiki markup.
+    """
+    from ..pdf.passages import split_sentences
+
+    out: list[str] = []
+    for start, end in split_sentences(text):
+        s = " ".join(text[start:end].split())
+        if not 50 <= len(s) <= 420:
+            continue
+        words = s.split()
+        if not 8 <= len(words) <= 70:
+            continue
+        if not (s[0].isupper() or s[0] in "\"“‘'") or s[-1] not in ".!?\"”’'":
+            continue
+        if _SENT_BAD.search(s) or _CAPTION_RE.search(s):
+            continue
+        letters = sum(ch.isalpha() for ch in s)
+        if letters / max(1, sum(not ch.isspace() for ch in s)) < 0.8:
+            continue
+        if sum(len(w) == 1 and w.isalpha() for w in words) > len(words) // 4:  # math symbols
+            continue
+        out.append(s)
+    return out
+
+
+@dataclass
+class SectionKeys:
+    """A section's ranked sentences: ``sentences`` in document order with their centrality."""
+
+    section: PaperSection
+    sentences: list[str] = field(default_factory=list)
+    scores: list[float] = field(default_factory=list)
+    vectors: Any = None  # np.ndarray (n, dim)
+
+    def top(self, n: int) -> list[str]:
+        """The ``n`` most central sentences, back in document order (ties: earlier first)."""
+        order = sorted(range(len(self.sentences)), key=lambda i: (-round(self.scores[i], 6), i))[:n]
+        return [self.sentences[i] for i in sorted(order)]
+
+
+def rank_sentences(sections: list[PaperSection], embedder) -> dict[str, SectionKeys]:
+    """Candidate sentences of every section scored for a summary (one embedding batch): cosine
+    to the section's mean sentence vector (centrality), plus small bonuses for leading position
+    and a comfortable length, minus a penalty for sentences about the paper's own structure
+    ("In this section we ...")."""
+    import numpy as np
+
+    keys = {s.id: SectionKeys(s, candidate_sentences(s.text)) for s in sections}
+    flat = [(sid, i) for sid, k in keys.items() for i in range(len(k.sentences))]
+    if not flat:
+        return keys
+    vecs = embedder.encode([keys[sid].sentences[i] for sid, i in flat], batch_size=32)
+    pos = 0
+    for k in keys.values():
+        n = len(k.sentences)
+        if n:
+            v = np.asarray(vecs[pos : pos + n], dtype=np.float64)
+            centroid = v.mean(axis=0)
+            norm = float(np.linalg.norm(centroid)) or 1.0
+            central = v @ (centroid / norm)
+            k.scores = [
+                float(central[i]) + LEAD_BONUS * (1.0 - i / n)
+                + (LENGTH_BONUS if 15 <= len(sent.split()) <= 45 else 0.0)
+                - (META_PENALTY if _META_RE.match(sent) else 0.0)
+                for i, sent in enumerate(k.sentences)
+            ]
+            k.vectors = v
+        pos += n
+    return keys
+
+
+_DEFINITION_RE = re.compile(
+    r"\b(we (call|define|refer to|denote)|is defined as|are defined as|refers? to|is called|are called|"
+    r"(is|are) (a|an) (\w+ ){0,3}(that|which|where|of|for|to))\b", re.IGNORECASE)
+
+
+def key_facts(keys: SectionKeys, chosen: list[str]) -> list[str]:
+    """Sentences a reader looks the topic up for, beyond its most central ones: the section's
+    first definition and its most central sentences that state a quantity (a result, a size,
+    a setting), in document order.  Quoted as they stand, like every sentence here."""
+    from ..query.answer_offline import has_quantity
+
+    rest = [i for i, sent in enumerate(keys.sentences) if sent not in chosen]
+    defs = [i for i in rest if _DEFINITION_RE.search(keys.sentences[i])][:EXTRA_DEFINITIONS]
+    nums = sorted((i for i in rest if i not in defs and has_quantity(keys.sentences[i])),
+                  key=lambda i: (-round(keys.scores[i], 6), i))[:EXTRA_NUMBERS]
+    return [keys.sentences[i] for i in sorted(defs + nums)]
+
+
+_COMPARISON_TITLE = re.compile(r"\b(vs\.?|versus|comparisons?|compared)\b", re.IGNORECASE)
+_ENTITY_TITLE = re.compile(r"\b(datasets?|corpus|corpora|benchmarks?|data)\b", re.IGNORECASE)
+_METHOD_TITLE = re.compile(
+    r"\b(algorithms?|procedure|training|optimi[sz]ation|pipeline|framework|method|methods|"
+    r"implementation|architecture|objective|loss)\b", re.IGNORECASE)
+
+
+def page_type_for(title: str) -> str:
+    """A topic page's ``type`` from what its section is about (SCHEMA.md's values): a
+    comparison, an entity (a dataset, corpus or benchmark), a method (an algorithm, a training
+    procedure, an architecture), else a concept."""
+    if _COMPARISON_TITLE.search(title):
+        return "comparison"
+    if _ENTITY_TITLE.search(title):
+        return "entity"
+    if _METHOD_TITLE.search(title):
+        return "method"
+    return "concept"
+
+
+# ----------------------------------------------------------------------------- keyphrases
+
+
+def keyphrases(text: str, n: int = 3) -> list[str]:
+    """Up to ``n`` tags: frequent two-word phrases (twice or more) and content words (three
+    times or more), as lowercase hyphenated slugs; a word already inside a chosen phrase is
+    not repeated.  Ties break alphabetically, so the result is deterministic."""
+    words = [w.lower() for w in _WORD_RE.findall(text)]
+    uni: Counter[str] = Counter()
+    bi: Counter[str] = Counter()
+    prev: str | None = None
+    for w in words:
+        if w in _STOP or len(w) < 3:
+            prev = None
+            continue
+        uni[w] += 1
+        if prev is not None:
+            bi[f"{prev} {w}"] += 1
+        prev = w
+    scored = [(c * 2.0, p) for p, c in bi.items() if c >= 2] + [(float(c), p) for p, c in uni.items() if c >= 3]
+    scored.sort(key=lambda x: (-x[0], x[1]))
+    chosen: list[str] = []
+    for _score, phrase in scored:
+        if any(phrase in c.split(" ") or phrase == c for c in chosen):
+            continue
+        if " " in phrase and any(c in phrase.split(" ") for c in chosen):
+            continue
+        chosen.append(phrase)
+        if len(chosen) >= n:
+            break
+    return [slugify(p, max_len=40) for p in chosen]
+
+
+# ----------------------------------------------------------------------------- naming
+
+
+def clean_title(title: str) -> str:
+    t = " ".join(title.replace("“", '"').replace("”", '"').split()).strip(" .:;#")
+    return t[:120].rstrip() or "Untitled"
+
+
+def is_generic(section: PaperSection) -> bool:
+    if section.kind in ("abstract",):
+        return True
+    t = re.sub(r"[^a-z ]+", " ", section.title.lower())
+    return " ".join(t.split()) in GENERIC_TITLES
+
+
+def short_title(title: str) -> str:
+    """``BERT: Pre-training of ...`` → ``BERT``; long titles → their first six words."""
+    head = title.split(":", 1)[0].strip()
+    if 0 < len(head.split()) <= 5 and head != title:
+        return head
+    words = title.split()
+    return " ".join(words[:6]) if len(words) > 6 else title
+
+
+def paper_page_for(wiki, info: PaperInfo) -> str:
+    """``papers/<slug>.md`` for the paper; a slug taken by another paper's page falls back to
+    the stored file name."""
+    for stem in (slugify(short_title(info.title), max_len=60), slugify(info.id.rsplit(".", 1)[0], max_len=60)):
+        rel = f"{PAPERS_FOLDER}/{stem}.md"
+        path = wiki / rel
+        if not path.exists():
+            return rel
+        try:
+            _, _, fm = load_page(wiki, rel)
+        except Exception:  # noqa: BLE001 - an unreadable page is not ours to reuse
+            continue
+        if info.id in [str(s) for s in (fm.get("sources") or [])]:
+            return rel
+    return f"{PAPERS_FOLDER}/{slugify(info.id, max_len=70)}.md"
+
+
+def _alias(text: str) -> str:
+    return " ".join(text.replace("[", "(").replace("]", ")").replace("|", "/").split())
+
+
+def wikilink(page: str, label: str) -> str:
+    """``[[papers/bert|BERT]]``: the page path without ``.md`` (unambiguous for the graph's
+    resolver), and a readable label."""
+    target = page[:-3] if page.endswith(".md") else page
+    return f"[[{target}|{_alias(label)}]]"
+
+
+def _one_line(text: str, limit: int = 220) -> str:
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rsplit(" ", 1)[0]
+    return cut.rstrip(",;:") + "…"
+
+
+def _quotes(sentences: list[str]) -> str:
+    return "\n\n".join(f"> {s}" for s in sentences)
+
+
+# ----------------------------------------------------------------------------- planning
+
+
+@dataclass
+class _Topic:
+    section: PaperSection
+    title: str
+    slug: str
+    sentences: list[str]
+    tags: list[str]
+    vector: Any
+    facts: list[str] = field(default_factory=list)  # definitions and key numbers (key_facts)
+    target: dict | None = None  # the existing section it merges into
+    page: str = ""
+    related: list[tuple[str, str]] = field(default_factory=list)  # (page, label)
+    closest: tuple[float, str] | None = None  # best (similarity, section id) among candidates
+
+
+def _embed_norm(embedder, texts: list[str]):
+    import numpy as np
+
+    if not texts:
+        return np.zeros((0, 1))
+    return np.asarray(embedder.encode(texts, batch_size=16), dtype=np.float64)
+
+
+def plan_extractive(
+    settings,
+    paper_id: str,
+    *,
+    embedder=None,
+    today: _dt.date | None = None,
+    finder: RelatedFinder | None = None,
+) -> WritePlan:
+    """Decide every write for ``paper_id`` (nothing is written; see :func:`writer.apply_plan`)."""
+    from ..stores.embedding import get_embedder
+    from ..wiki.edit import find_section
+
+    wiki = settings.wiki
+    embedder = embedder or get_embedder(settings)
+    info = load_paper(settings, paper_id)
+    plan = WritePlan(paper=paper_id, writer="extractive")
+    writable, skipped = info.writable()
+    plan.skipped.extend(skipped)
+    keys = rank_sentences(writable, embedder)
+    for s in list(writable):
+        if not keys[s.id].sentences:
+            plan.skipped.append({"paper_section": s.id, "title": s.title, "reason": "no quotable sentences"})
+            writable.remove(s)
+    paper_page = paper_page_for(wiki, info)
+    paper_label = short_title(info.title) if ":" in info.title else info.title
+    paper_link = wikilink(paper_page, paper_label)
+
+    # -- topics and their related wiki sections ------------------------------------------------
+    topics: list[_Topic] = []
+    generic: list[PaperSection] = []
+    for s in writable:
+        if is_generic(s):
+            generic.append(s)
+            continue
+        title = clean_title(s.title)
+        sents = keys[s.id].top(TOPIC_SENTENCES)
+        tags = keyphrases(f"{title}. " * 3 + s.text, 3)  # the title counts: short sections still get tags
+        topics.append(_Topic(s, title, slugify(title, max_len=60), sents, tags, None,
+                             key_facts(keys[s.id], sents)))
+    qvecs = _embed_norm(embedder, [f"{t.title}. {' '.join(t.sentences)}" for t in topics])
+    for t, v in zip(topics, qvecs, strict=True):
+        t.vector = v
+
+    finder = finder or RelatedFinder(settings, embedder=embedder)
+    if topics:
+        finder.refresh()
+    types: dict[str, str | None] = {}
+
+    def is_topic_page(page: str) -> bool:
+        if page.startswith(f"{PAPERS_FOLDER}/"):
+            return False
+        if page not in types:
+            types[page] = page_type_of(wiki, page)
+        return types[page] != "paper"
+
+    cand_text: dict[str, str] = {}
+    cand_rows: dict[str, dict] = {}
+    per_topic: list[list[str]] = []
+    for t in topics:
+        ids = []
+        for row in finder.search(f"{t.title}. {' '.join(t.sentences)}", k=2 * CANDIDATES):
+            if not is_topic_page(row["page"]) or len(ids) >= CANDIDATES:
+                continue  # paper pages take no merges: ask for more, keep the topics
+            ids.append(row["id"])
+            cand_rows[row["id"]] = row
+            cand_text[row["id"]] = f"{row['title']}. {row.get('description', '')} {' '.join(str(row.get('text', '')).split()[:180])}"
+        per_topic.append(ids)
+    cand_ids = sorted(cand_text)
+    cvecs = dict(zip(cand_ids, _embed_norm(embedder, [cand_text[c] for c in cand_ids]), strict=True))
+
+    existing_by_slug: dict[str, str] = {}
+    for t in topics:
+        rel = f"{t.slug}.md"
+        if (wiki / rel).is_file() and is_topic_page(rel):
+            existing_by_slug[t.slug] = rel
+
+    for t, ids in zip(topics, per_topic, strict=True):
+        sims = sorted(((float(cvecs[c] @ t.vector), c) for c in ids), key=lambda x: (-round(x[0], 6), x[1]))
+        target_id = None
+        t.closest = (round(sims[0][0], 3), sims[0][1]) if sims else None
+        if t.slug in existing_by_slug:
+            on_page = [c for _s, c in sims if cand_rows[c]["page"] == existing_by_slug[t.slug]]
+            if on_page:
+                target_id = on_page[0]
+            else:
+                _, parsed, _ = load_page(wiki, existing_by_slug[t.slug])
+                target_id = parsed.sections[0].id if parsed.sections else None
+        elif sims and sims[0][0] >= MERGE_SIMILARITY:
+            target_id = sims[0][1]
+        if target_id is not None:
+            page, sec = find_section(wiki, target_id)
+            t.target = {"id": target_id, "page": page, "title": sec.title, "description": sec.description,
+                        "body": sec.body}
+            t.page = page
+        else:
+            t.page = f"{t.slug}.md"
+        for sim, c in sims:
+            row = cand_rows[c]
+            if sim >= RELATED_SIMILARITY and c != target_id and row["page"] != t.page:
+                t.related.append((row["page"], row["title"]))
+
+    # topics of this paper that resemble each other link to each other
+    for i, t in enumerate(topics):
+        sims = sorted(
+            ((float(t.vector @ u.vector), j) for j, u in enumerate(topics) if j != i and u.page != t.page),
+            key=lambda x: (-round(x[0], 6), x[1]),
+        )
+        own = [(topics[j].page, topics[j].title) for s, j in sims if s >= RELATED_SIMILARITY]
+        merged: list[tuple[str, str]] = []
+        for page, label in own[:2] + t.related:
+            if page != t.page and page not in [p for p, _ in merged]:
+                merged.append((page, label))
+        t.related = merged[:MAX_RELATED_LINKS]
+
+    # -- the paper page ------------------------------------------------------------------------
+    paper_tags = keyphrases("\n".join(s.text for s in writable), 5)
+    page_fields: dict[str, Any] = {"authors": list(info.authors), "paper_file": f"raw/{paper_id}",
+                                   **info.meta_fields()}
+    abstract = next((s for s in generic if s.kind == "abstract"), None)
+    summary_sents = keys[abstract.id].top(SUMMARY_SENTENCES) if abstract else []
+    first = True
+
+    def paper_decision(title: str, description: str, body: str, paper_section: str | None) -> None:
+        nonlocal first
+        plan.decisions.append(Decision(
+            action="create", page=paper_page, title=title, description=_one_line(description),
+            body=body, sources=[paper_id], tags=paper_tags if first else [],
+            page_title=info.title if first else None, page_type="paper" if first else None,
+            page_fields=page_fields if first else {}, paper_section=paper_section,
+            reason="paper summary page" if first else "paper page section",
+        ))
+        first = False
+
+    lines = []
+    if info.authors:
+        lines.append(f"**Authors:** {', '.join(info.authors)}")
+    if info.meta_line():
+        lines.append(info.meta_line())
+    lines.append(f"**Source:** `raw/{paper_id}`")
+    if summary_sents:
+        lines.append(f"From the abstract ({abstract.pages_label}):")
+        lines.append(_quotes(summary_sents))
+    intro = summary_sents[0] if summary_sents else (topics[0].sentences[0] if topics else info.title)
+    paper_decision("Summary", f"{paper_label}: {intro}", "\n\n".join(lines), abstract.id if abstract else None)
+
+    # the paper's most central sentences overall, each pointing at its topic page
+    points: list[tuple[float, int, str, _Topic]] = []
+    if topics:
+        import numpy as np
+
+        allv = np.vstack([keys[t.section.id].vectors for t in topics])
+        centroid = allv.mean(axis=0)
+        centroid = centroid / (float(np.linalg.norm(centroid)) or 1.0)
+        for t in topics:
+            if t.section.kind == "appendix":
+                continue
+            k = keys[t.section.id]
+            for sent in t.sentences:
+                i = k.sentences.index(sent)
+                points.append((round(float(k.vectors[i] @ centroid), 6), t.section.ord, sent, t))
+        points.sort(key=lambda p: (-p[0], p[1]))
+        chosen = sorted(points[:KEY_POINTS], key=lambda p: (p[3].section.ord, p[3].sentences.index(p[2])))
+        body = "\n".join(f"- “{sent}” ({t.section.label}; {wikilink(t.page, t.title)})" for _s, _o, sent, t in chosen)
+    if points:
+        paper_decision("Key points", f"{paper_label}: the most central sentences of the paper, with their topic pages", body, None)
+
+    for s in generic:
+        if s is abstract:
+            continue
+        sents = keys[s.id].top(GENERIC_SENTENCES)
+        body = f"From {s.label} ({s.pages_label}):\n\n{_quotes(sents)}"
+        paper_decision(clean_title(s.title), f"{paper_label}, {clean_title(s.title).lower()}: {sents[0]}", body, s.id)
+
+    if topics:
+        seen: list[str] = []
+        items = []
+        for t in topics:
+            if t.page in seen:
+                continue
+            seen.append(t.page)
+            label = t.target["title"] if t.target else t.title
+            items.append(f"- {wikilink(t.page, label)} ({t.section.label})")
+        names = ", ".join(t.title for t in topics[:6]) + (", …" if len(topics) > 6 else "")
+        paper_decision("Topics", f"{paper_label}: wiki topics compiled from the paper: {names}", "\n".join(items), None)
+
+    # -- topic sections ------------------------------------------------------------------------
+    updates: dict[str, Decision] = {}
+    for t in topics:
+        para = f"From {paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{_quotes(t.sentences)}"
+        if t.facts:
+            para += f"\n\nDefinitions and key numbers:\n\n{_quotes(t.facts)}"
+        if t.related:
+            para += "\n\nRelated: " + ", ".join(wikilink(p, label) for p, label in t.related)
+        if t.target is not None:
+            tid = t.target["id"]
+            if tid in updates:
+                updates[tid].body += "\n\n" + para
+                continue
+            d = Decision(
+                action="update", page=t.page, section_id=tid, title=t.target["title"],
+                description=t.target["description"] or _one_line(f"{t.target['title']}: {t.sentences[0]}"),
+                body=f"{t.target['body'].rstrip()}\n\n{para}", sources=[paper_id], tags=t.tags,
+                paper_section=t.section.id, reason=f"merged: {t.title!r} matches {tid} ({t.target['title']!r}"
+                + (f", similarity {t.closest[0]})" if t.closest else ")"),
+            )
+            updates[tid] = d
+            plan.decisions.append(d)
+        else:
+            plan.decisions.append(Decision(
+                action="create", page=t.page, title=t.title,
+                description=_one_line(f"{t.title}: {t.sentences[0]}"), body=para,
+                sources=[paper_id], tags=t.tags, page_title=t.title, page_type=page_type_for(t.title),
+                paper_section=t.section.id,
+                reason="new topic" + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),
+            ))
+    return plan

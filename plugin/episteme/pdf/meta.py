@@ -1,0 +1,144 @@
+"""Paper metadata: year, venue, arXiv id and DOI from the PDF, and BibTeX for ``episteme cite``.
+
+Sources, most trusted first: identifiers printed by the publisher or arXiv (the rotated arXiv
+stamp in the margin of page 1, a ``doi.org`` link or ``doi:`` line on the first pages), then
+the document information dictionary (``/Subject`` often names the journal, ``/doi`` the DOI),
+then the first page's own text (a venue line such as "Proceedings of ...", "Published as a
+conference paper at ICLR 2015", a copyright year).  Title and authors come from the splitter
+(:func:`episteme.pdf.split._guess_title` / ``_guess_authors``).  Standard library only.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter
+
+ARXIV_ID = re.compile(r"arXiv:\s*(?P<id>\d{4}\.\d{4,5}(?:v\d+)?|[a-z\-]+(?:\.[A-Z]{2})?/\d{7}(?:v\d+)?)",
+                      re.I)
+DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>,;]+[^\s\"<>,;.)\]])")
+VENUE = re.compile(
+    r"\b(proceedings of|conference|workshop|symposium|journal of|transactions on|"
+    r"published as|annual meeting)\b",
+    re.I,
+)
+STRONG_VENUE = re.compile(r"\b(proceedings of|journal of|transactions on|published as)\b", re.I)
+COPYRIGHT_YEAR = re.compile(r"(?:©|\(c\)|copyright)\s*(19[5-9]\d|20[0-3]\d)", re.I)
+YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-3]\d)(?!\d)")
+_PUBLISHED_AS = re.compile(r"^(?:published as|accepted as|to appear)\b.*?\b(?:at|in)\s+", re.I)
+INPROCEEDINGS = re.compile(r"proceedings|conference|workshop|symposium|meeting|\biclr\b|"
+                           r"\bneurips\b|\bnips\b|\bicml\b|\bacl\b|\bemnlp\b|\bcvpr\b", re.I)
+
+
+def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict:
+    """``{year, venue, arxiv_id, doi}`` (missing ones left out).
+
+    ``info`` is the document information dictionary as plain strings, ``first_pages`` the
+    text lines of the first two pages before running heads were removed (a journal's DOI often
+    sits in its running head), ``rotated`` the rotated text of page 1 (the arXiv stamp).
+    """
+    out: dict = {}
+    for text in [*rotated, *first_pages]:
+        m = ARXIV_ID.search(text)
+        if m:
+            out["arxiv_id"] = m.group("id")
+            break
+    for text in [info.get("/doi", ""), info.get("/Subject", ""), *first_pages]:
+        m = DOI.search(text or "")
+        if m:
+            out["doi"] = m.group(1)
+            break
+    venue = ""
+    venue_year = None
+    for k, text in enumerate(first_pages[:200]):
+        t = text.strip()
+        if (VENUE.search(t) and 2 <= len(t.split()) <= 30 and "@" not in t and "http" not in t
+                and not t.endswith("-") and (YEAR.search(t) or STRONG_VENUE.search(t))):
+            venue = _PUBLISHED_AS.sub("", t).strip().rstrip(".")
+            near = " ".join(first_pages[k:k + 2])  # "July 5 - 10, 2020" under the venue
+            venue_year = int(YEAR.search(near).group(1)) if YEAR.search(near) else None
+            break
+    subject = (info.get("/Subject") or "").strip()
+    if not venue and subject and (VENUE.search(subject) or re.search(r"\d", subject)):
+        venue = subject
+    if venue:
+        out["venue"] = venue[:200]
+    # the venue's year, else the first arXiv version's, a copyright line's, the file's date,
+    # and last the year printed most often on the first pages
+    year = venue_year or (int(YEAR.search(venue).group(1)) if YEAR.search(venue) else None)
+    if not year and out.get("arxiv_id") and re.match(r"\d{4}\.", out["arxiv_id"]):
+        year = 2000 + int(out["arxiv_id"][:2])
+    if not year:
+        m = next((COPYRIGHT_YEAR.search(t) for t in first_pages if COPYRIGHT_YEAR.search(t)), None)
+        year = int(m.group(1)) if m else None
+    if not year:
+        m = re.match(r"D:(\d{4})", info.get("/CreationDate", "") or "")
+        year = int(m.group(1)) if m else None
+    if not year:
+        years = Counter(int(y) for t in first_pages for y in YEAR.findall(t))
+        year = years.most_common(1)[0][0] if years else None
+    if year:
+        out["year"] = year
+    return out
+
+
+def _ascii(s: str) -> str:
+    s = s.replace("Ł", "L").replace("ł", "l").replace("ß", "ss")
+    return unicodedata.normalize("NFKD", s).encode("ascii", "ignore").decode()
+
+
+def _bib_escape(s: str) -> str:
+    s = re.sub(r"\s+", " ", s).strip()
+    return re.sub(r"([&%$#_{}])", r"\\\1", s)
+
+
+def _title_case(title: str) -> str:
+    """A title printed in capitals (ICLR, IEEE) in title case; others as printed."""
+    letters = [c for c in title if c.isalpha()]
+    if letters and sum(c.isupper() for c in letters) > 0.8 * len(letters):
+        small = {"a", "an", "and", "at", "by", "for", "in", "of", "on", "or", "the", "to", "with"}
+        words = title.lower().split()
+        return " ".join(w if (i and w in small) else w[:1].upper() + w[1:]
+                        for i, w in enumerate(words))
+    return title
+
+
+def cite_key(paper: dict) -> str:
+    authors = paper.get("authors") or []
+    last = _ascii(authors[0].split()[-1]).lower() if authors else "anon"
+    year = (paper.get("meta") or {}).get("year") or ""
+    words = [w for w in re.findall(r"[A-Za-z0-9]+", _ascii(paper.get("title") or ""))
+             if w.lower() not in ("a", "an", "the", "on", "of", "for", "and")]
+    first = words[0].lower() if words else "paper"
+    return re.sub(r"[^a-z0-9]", "", f"{last}{year}{first}") or "paper"
+
+
+def bibtex(paper: dict) -> str:
+    """A BibTeX entry for a stored paper (``store.paper()``: title, authors, meta)."""
+    meta = paper.get("meta") or {}
+    venue = meta.get("venue") or ""
+    arxiv = meta.get("arxiv_id")
+    fields: list[tuple[str, str]] = [("title", _title_case(paper.get("title") or ""))]
+    if paper.get("authors"):
+        fields.append(("author", " and ".join(paper["authors"])))
+    if venue and INPROCEEDINGS.search(venue):
+        kind = "inproceedings"
+        fields.append(("booktitle", venue))
+    elif venue:
+        kind = "article"
+        fields.append(("journal", venue))
+    else:
+        kind = "misc"
+        if arxiv:
+            fields.append(("howpublished", f"arXiv preprint arXiv:{arxiv}"))
+    if meta.get("year"):
+        fields.append(("year", str(meta["year"])))
+    if meta.get("doi"):
+        fields.append(("doi", meta["doi"]))
+    if arxiv:
+        fields += [("eprint", re.sub(r"v\d+$", "", arxiv)), ("archivePrefix", "arXiv")]
+    # the title in double braces keeps its capitalisation (BERT, TW-IDF) in every style
+    body = ",\n".join(
+        f"  {k} = {{{{{_bib_escape(v)}}}}}" if k == "title" else f"  {k} = {{{_bib_escape(v)}}}"
+        for k, v in fields)
+    return f"@{kind}{{{cite_key(paper)},\n{body}\n}}\n"

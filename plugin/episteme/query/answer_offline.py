@@ -1,0 +1,628 @@
+"""The offline answer: the sentences that answer *this* question, from the wiki and the passages
+it points to, each cited.  No model writes anything, so every sentence is the paper's own.
+
+Why this shape (and not "the retrieved wiki sections' most similar sentences"):
+
+* **The wiki points, the papers answer.**  An offline wiki section quotes a few central
+  sentences of a paper section; the fact a question asks for is usually elsewhere in that
+  paper.  So the retrieved wiki sections are followed to their sources (``sources`` of each
+  section = the papers, and the paper section each one quotes, found by its quoted sentences),
+  and the candidates are the sentences of those papers' passages that the question's dense and
+  lexical search finds (:meth:`episteme.query.trace.Tracer.score_pool`), plus the wiki sentences.
+* **Question-focused scoring** of each candidate sentence: cosine similarity to the question,
+  the IDF-weighted share of the question's content words the sentence holds (rare words weigh
+  most: the question's key terms), the score of the passage it sits in, a bonus when it is in a
+  paper section a retrieved wiki section was written from, and the *expected answer type*: a
+  quantity question ("how many", "how big", "what score") wants a sentence with a number, a
+  definition question ("what is X") a sentence that defines, a "why" question one that gives a
+  reason.  The weights are few and general; none names a paper or a gold item.
+* **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
+  "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
+  formula debris and reference-list text are never candidates.
+* **Readable order**: the chosen sentences are put back in the order of the paper (papers in
+  the order their wiki sections ranked), so the answer reads like an excerpt, not a shuffle.
+* **Checked by the tracer**: the chosen sentences are traced to the papers; one the trace does
+  not support (``verdict`` other than ``supported`` when the tracer reports verdicts, else
+  ``supported``) is dropped, so an offline answer never states what its own trace rejects.
+* **Honest abstention**: when retrieval says the wiki does not cover the question
+  (``covered`` false) or no sentence reaches :data:`MIN_EVIDENCE`, the answer says so and names
+  the closest topics instead of quoting filler.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+MIN_WORDS = 6  # shorter "sentences" are fragments ("Proposition 1.", "Results.")
+MAX_WORDS = 70
+MAX_SENTENCES = 3  # chosen sentences; up to two more that they lean on (_with_context)
+MAX_ANSWER_WORDS = 115
+REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
+TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
+EMBED_TOP = 28  # sentences embedded per question, the best by the cheap pre-score (bounded work)
+MARGIN = 0.35  # keep sentences within this of the best one's score
+
+# score = W_COS * cosine + W_LEX * IDF coverage of the question + W_PASSAGE * passage score
+#         (normalised to the best) + type bonus + W_POINTED (written-from section) - penalties
+W_COS = 1.0
+W_LEX = 0.6
+W_PASSAGE = 0.15
+W_POINTED = 0.15  # / (1 + rank of the wiki section that points there)
+POINTED_RANKS = 3  # wiki sections whose paper sections are searched whole
+W_WIKI_RANK = 0.03  # per rank step of the paper's best wiki section
+TYPE_BONUS = 0.12
+TYPE_MISS = 0.08  # a quantity question's sentence without any number
+SUMMARY_PENALTY = 0.03  # abstract/introduction restate; the body usually says it fully
+#: Best sentence score below which the offline answer abstains (calibrated on half the dev
+#: questions by benchmarks/bench_answer.py; see RESULTS-answer.md).
+MIN_EVIDENCE = 0.70
+
+NO_ANSWER = "The wiki does not cover this question."
+
+# --- the expected answer type, from the question's form (English question words only) ------
+_QUANTITY_Q = re.compile(
+    r"\b(how\s+(many|much|big|large|small|long|fast|often|close|far|well|accurate|high|low)"
+    r"|what\s+([\w-]+\s+){0,3}(score|scores|accuracy|error|errors|rate|percentage|number|size|"
+    r"bleu|f1|precision|recall|perplexity|speed|speedup|cost|numbers|log-likelihood|likelihood)"
+    r"|which\s+([\w-]+\s+){0,2}(score|accuracy|error))\b", re.I)
+_DEFINITION_Q = re.compile(r"^\s*(what\s+(is|are|was|were)\s+(an?\s+|the\s+)?|define\s|"
+                           r"what\s+does\s+.+\s+mean)", re.I)
+_REASON_Q = re.compile(r"^\s*(why|what\s+(causes|motivat\w*|is\s+the\s+reason))\b", re.I)
+_MECHANISM_Q = re.compile(r"^\s*how\s+(does|do|did|is|are|was|were)\b", re.I)
+
+# --- what a sentence offers ---------------------------------------------------------------
+# a number that is a quantity: not a reference ("Table 3", "Section 4.1", "[12]", "Eq. 2")
+_REF_NUMBER = re.compile(
+    r"\b(table|tab\.|figure|fig\.|section|sec\.|§|eq\.|equation|algorithm|appendix|"
+    r"theorem|proposition|lemma|corollary|definition|step|line)\s*[A-Z]?\d+(\.\d+)*", re.I)
+_QUANTITY = re.compile(r"(\d+(?:[.,]\d+)*\s*(%|x\b|×|k\b|m\b|b\b|bn\b|million|billion|thousand|"
+                       r"hours?|days?|gpus?|tpu|points?|bleu)|\d+\.\d+|\b\d{2,}\b|\b\d\b)", re.I)
+_DEFINES = re.compile(r"\b(is|are|was|were|refers? to|denotes?|means|is defined as|we (call|define|"
+                      r"refer to)|is called|are called|consists? of|known as)\b", re.I)
+_REASON = re.compile(r"\b(because|since|due to|in order to|so that|to (counteract|avoid|prevent|"
+                     r"address|overcome|alleviate|mitigate)|as a result|leads? to|caus\w+|thus|"
+                     r"therefore|hence|which (makes|allows|means)|this (is|means))\b", re.I)
+_FORWARD = re.compile(
+    r"\b(we|i)\s+(will|shall)\s+(now\s+)?(show|see|present|discuss|describe|introduce|prove|"
+    r"demonstrate|explain|return|give|define|analy[sz]e|study|investigate|consider)\b"
+    r"|\b(is|are|will be)\s+(described|discussed|presented|shown|given|explained|detailed|analy[sz]ed)"
+    r"\s+(in|later|below|further)\b"
+    r"|\b(see|in)\s+(section|sec\.|appendix|§)\s*\d+[^.]*\b(below|later)\b"
+    r"|\b(later in|in the (next|following|remainder|rest) (of )?(this )?(section|paper|chapter))\b"
+    r"|\b(the rest of|the remainder of) (this|the) paper\b"
+    r"|^(in|the) (the )?(next|following) (section|sections|chapter)\b"
+    r"|\bsection\s+\d+(\.\d+)*\s+(describes|presents|discusses|introduces|shows|concludes)\b",
+    re.I)
+_CAPTION = re.compile(r"^(figure|fig\.|table|algorithm)\s*\d+\s*[:.]", re.I)
+_DANGLING_LABEL = re.compile(r"\s*\b(proposition|theorem|lemma|corollary|definition|remark|proof|"
+                             r"example|algorithm)\s+\d+(\.\d+)*\s*[.:]?\s*$", re.I)
+_LEADING_LABEL = re.compile(r"^(proposition|theorem|lemma|corollary|definition|remark|proof|"
+                            r"example)\s+\d+(\.\d+)*\s*[.:]\s*", re.I)
+_SUMMARY_TITLE = re.compile(r"^(\d+(\.\d+)*\.?\s+)?(abstract|introduction|conclusions?|summary)\b", re.I)
+_ANAPHOR = re.compile(
+    r"^(this|these|that|those|such|it|they|thus|hence|therefore|consequently|as a result|in turn|"
+    r"to (counteract|address|avoid|overcome|fix|remedy|mitigate) (this|these|that|it)|"
+    r"(this|these|that|such) \w+)\b", re.I)
+_NAME = re.compile(r"\b(?:[A-Za-z]*[a-z][A-Z][\w-]*|[A-Z]{2,}[\w-]*|[A-Za-z]+-?\d[\w-]*)")
+_SENT_END = re.compile(r"[.!?][\"”’)\]]*$")
+_HYPHEN_BREAK = re.compile(r"(\w)- (\w)")
+
+
+def expected_type(question: str) -> str:
+    """``quantity`` | ``definition`` | ``reason`` | ``mechanism`` | ``other``, from the form of
+    the question (its first words), not its topic."""
+    if _QUANTITY_Q.search(question):
+        return "quantity"
+    if _REASON_Q.search(question):
+        return "reason"
+    if _DEFINITION_Q.search(question):
+        return "definition"
+    if _MECHANISM_Q.search(question):
+        return "mechanism"
+    return "other"
+
+
+def has_quantity(sentence: str) -> bool:
+    """Whether ``sentence`` states a number that is a quantity (not "Table 3" or "[12]")."""
+    s = _REF_NUMBER.sub(" ", sentence)
+    s = re.sub(r"\[[\d,\s–-]+\]", " ", s)  # citation brackets
+    s = re.sub(r"\b(19|20)\d\d\b", " ", s)  # years
+    return bool(_QUANTITY.search(s))
+
+
+def clean_sentence(text: str) -> str:
+    """Whitespace normalised, a line-break hyphen joined ("pre- training" stays: it may be a
+    real hyphen; "gradi- ents" cannot be told apart, so only spacing is fixed), a trailing
+    theorem label cut ("... generator G. Proposition 1." → "... generator G.")."""
+    s = " ".join(text.split())
+    s = _DANGLING_LABEL.sub("", s).strip()
+    s = _LEADING_LABEL.sub("", s).strip()
+    return s
+
+
+def is_answer_sentence(s: str) -> bool:
+    """A whole, self-standing sentence worth quoting: :data:`MIN_WORDS` to :data:`MAX_WORDS`
+    words, starts like a sentence and ends like one, mostly words (not a formula or a table
+    row), not a caption and not a forward reference."""
+    ws = s.split()
+    if not MIN_WORDS <= len(ws) <= MAX_WORDS:
+        return False
+    if not (s[0].isupper() or s[0].isdigit() or s[0] in "\"“‘'(") or not _SENT_END.search(s):
+        return False
+    if _CAPTION.match(s) or _FORWARD.search(s):
+        return False
+    if "|" in s or "[[" in s or "http" in s or "<!--" in s:
+        return False
+    letters = sum(ch.isalpha() for ch in s)
+    if letters / max(1, sum(not ch.isspace() for ch in s)) < 0.7:
+        return False
+    wordlike = sum(bool(re.fullmatch(r"[A-Za-z][a-z]+[,.;:]?|[a-z]{2,}[,.;:]?", w)) for w in ws)
+    return wordlike >= 0.5 * len(ws)
+
+
+@dataclass
+class Candidate:
+    """One sentence that could go into the answer, with where it came from."""
+
+    text: str
+    paper: str | None
+    section_id: str | None  # the store's paper section (None for a wiki-only sentence)
+    section: str  # the paper section's title, for the citation
+    page: int | None
+    passage_id: str | None
+    order: tuple  # position for the readable order: (paper rank, section ord, char offset)
+    passage_score: float = 0.0
+    passage_cos: float = 0.0  # the passage's cosine to the question (dense part until embedded)
+    wiki_section: str | None = None  # the wiki section it is quoted in, if any
+    pointed: int | None = None  # rank of the wiki section written from its paper section
+    summary: bool = False
+    score: float = 0.0
+    parts: dict = field(default_factory=dict)
+
+
+class OfflineAnswerer:
+    """Builds offline answers over one wiki's stores.  Thread-safe (the tracer guards SQLite;
+    the caches here are filled under a lock)."""
+
+    def __init__(self, settings, embedder, tracer=None):
+        self.settings = settings
+        self.embedder = embedder
+        self.tracer = tracer
+        self._lock = threading.Lock()
+        self._section_text: dict[str, tuple[str, int, str, str, int, int]] = {}
+        self._pointed: dict[tuple[str, str], frozenset[str]] = {}
+        self._vec_cache: dict[str, object] = {}
+
+    # -- store helpers -------------------------------------------------------------------------
+
+    def _sections(self, section_ids: Sequence[str]) -> dict[str, tuple]:
+        """``section_id -> (text, ord, title, kind, page_start, page_end)`` (cached)."""
+        todo = [s for s in dict.fromkeys(section_ids) if s not in self._section_text]
+        if todo:
+            store = self.tracer.store
+            with self.tracer._db_lock:
+                rows = store.conn.execute(
+                    "SELECT section_id, section_text, ord, section_title, kind, page_start, page_end "
+                    f"FROM sections WHERE section_id IN ({','.join('?' * len(todo))})", todo).fetchall()
+            with self._lock:
+                if len(self._section_text) > 5000:
+                    self._section_text.clear()
+                for r in rows:
+                    self._section_text[r[0]] = (r[1], int(r[2]), r[3], r[4], int(r[5]), int(r[6]))
+        return {s: self._section_text[s] for s in section_ids if s in self._section_text}
+
+    def _passages_of(self, section_ids: Sequence[str]) -> list[tuple]:
+        """``(passage id, section id, char_start, char_end, page)`` of the given sections."""
+        if not section_ids:
+            return []
+        with self.tracer._db_lock:
+            return self.tracer.store.conn.execute(
+                "SELECT id, section_id, char_start, char_end, page FROM passages WHERE section_id IN "
+                f"({','.join('?' * len(section_ids))}) ORDER BY section_id, ord", list(section_ids)
+            ).fetchall()
+
+    def _paper_of(self, section_id: str, paper: str | None) -> str:
+        """The paper of a store section (its id is ``<paper>#<number>``)."""
+        return paper or section_id.split("#", 1)[0]
+
+    def pointed_sections(self, wiki_section: dict, papers: Sequence[str]) -> frozenset[str]:
+        """The store sections a wiki section was written from: those whose text holds one of
+        the section's quoted sentences (the offline writer quotes verbatim; a Claude-written
+        section that quotes nothing points at none, and its papers are still searched)."""
+        key = (wiki_section["id"], str(hash(wiki_section.get("text", ""))))
+        hit = self._pointed.get(key)
+        if hit is not None:
+            return hit
+        quotes = [" ".join(m.group(1).split())[:160] for m in
+                  re.finditer(r"^>\s*(.{40,})$", wiki_section.get("text", ""), flags=re.M)]
+        quotes += [" ".join(m.group(1).split())[:160] for m in
+                   re.finditer(r"“([^”]{40,})”", wiki_section.get("text", ""))]
+        found: set[str] = set()
+        if quotes and papers:
+            with self.tracer._db_lock:
+                rows = self.tracer.store.conn.execute(
+                    "SELECT section_id, paper_id FROM sections WHERE paper_id IN "
+                    f"({','.join('?' * len(papers))}) AND kind != 'references'", list(papers)).fetchall()
+            texts = self._sections([r[0] for r in rows])
+            for sid, (text, *_rest) in texts.items():
+                flat = " ".join(text.split())
+                if any(q in flat for q in quotes):
+                    found.add(sid)
+        out = frozenset(found)
+        with self._lock:
+            if len(self._pointed) > 5000:
+                self._pointed.clear()
+            self._pointed[key] = out
+        return out
+
+    # -- the answer ----------------------------------------------------------------------------
+
+    def answer(self, question: str, sections: Sequence[dict], *, covered: bool = True,
+               explain: bool = False) -> dict:
+        """``{"answer", "mode": "offline", "sections_used", "citations", "abstained"}``;
+        ``citations`` = one per sentence: ``{sentence, wiki_section, paper, section, page,
+        passage_id}``.  ``explain`` adds the scored candidates (for the benchmark)."""
+        if not sections:
+            return self._abstain(sections, "no wiki section matched the question")
+        if not covered:
+            return self._abstain(sections, "retrieval found no wiki section that covers the question")
+        papers, paper_rank, wiki_of_paper = self._papers(sections)
+        unknown = self.unknown_names(question)
+        if unknown:
+            return self._abstain(sections, "no ingested paper mentions " + ", ".join(unknown))
+        cands = self._candidates(question, sections, papers, paper_rank)
+        if not cands:
+            return self._abstain(sections, "no sentence of the wiki or its papers answers the question")
+        self._score(question, cands, paper_rank)
+        cands.sort(key=lambda c: -c.score)
+        if cands[0].score < MIN_EVIDENCE:
+            out = self._abstain(sections, f"best evidence {cands[0].score:.2f} is below {MIN_EVIDENCE}")
+            if explain:
+                out["candidates"] = [_explain(c) for c in cands[:10]]
+            return out
+        picked = self._select(cands)
+        picked = self._with_context(picked)
+        picked.sort(key=lambda c: c.order)
+        picked, traced = self._verified(picked, papers, sections, wiki_of_paper)
+        if not picked:
+            return self._abstain(sections, "the trace supports none of the candidate sentences")
+        text, citations = self._compose(picked, sections, wiki_of_paper)
+        out = {"answer": text, "mode": "offline",
+               "sections_used": list(dict.fromkeys(x["wiki_section"] for x in citations)),
+               "citations": citations, "abstained": False}
+        if traced is not None:
+            out["trace"] = traced  # the trace of exactly this text: chat need not trace again
+        if explain:
+            out["candidates"] = [_explain(c) for c in cands[:10]]
+        return out
+
+    def unknown_names(self, question: str) -> list[str]:
+        """Names in the question (mixed case or letters with digits: "LoRA", "CASP14",
+        "SciTrace-2") that no passage of any ingested paper contains: a question about a thing
+        the papers never mention cannot be answered from them, however similar its topic."""
+        if self.tracer is None:
+            return []
+        from .trace import stem, words
+
+        out = []
+        for i, m in enumerate(_NAME.finditer(question)):
+            token = m.group(0)
+            if i == 0 and m.start() == 0 and token[1:].islower():
+                continue
+            if re.fullmatch(r"[A-Z]{2,4}s?", token):
+                continue  # a short acronym ("NMT") may only ever be spelled out in the paper
+            parts = [w for w in words(token) if len(w) >= 3 and not w.isdigit()]
+            if not parts:
+                continue
+            # a letters-and-digits word also counts as known by its letters: "WMT14" is
+            # written "WMT 2014"; "CASP14" is not known by "casp"
+            letters = {w: re.sub(r"\d+", "", w) for w in parts}
+            df = self.tracer._doc_freq({stem(x) for w in parts for x in (w, letters[w]) if x})
+            if any(df.get(stem(w), 0) == 0 and (len(letters[w]) < 3 or df.get(stem(letters[w]), 0) == 0)
+                   for w in parts):
+                out.append(token)
+        return out
+
+    def _abstain(self, sections: Sequence[dict], why: str) -> dict:
+        """No answer, and the closest topics the wiki does have (the retrieved titles)."""
+        topics = []
+        for s in sections[:3]:
+            title = s.get("title") or s["id"]
+            page = s.get("page", "")
+            label = f"{title} ({page})" if page else title
+            if label not in topics:
+                topics.append(label)
+        text = NO_ANSWER
+        if topics:
+            text += " Closest topics in the wiki: " + "; ".join(topics) + "."
+        return {"answer": text, "mode": "offline", "sections_used": [], "citations": [],
+                "abstained": True, "abstain_reason": why,
+                "closest_topics": [{"id": s["id"], "title": s.get("title"), "page": s.get("page")}
+                                   for s in sections[:3]]}
+
+    def _papers(self, sections: Sequence[dict]):
+        """Ingested papers the retrieved sections cite, best-ranked section first."""
+        papers: list[str] = []
+        rank: dict[str, int] = {}
+        wiki_of: dict[str, str] = {}
+        for i, s in enumerate(sections):
+            for src in s.get("sources") or []:
+                pid = self.tracer.resolve_paper(src) if self.tracer is not None else None
+                if pid and pid not in rank:
+                    rank[pid] = i
+                    wiki_of[pid] = s["id"]
+                    papers.append(pid)
+        return papers, rank, wiki_of
+
+    def _candidates(self, question: str, sections: Sequence[dict], papers: list[str],
+                    paper_rank: dict[str, int]) -> list[Candidate]:
+        from .answer import _sentences
+
+        cands: dict[str, Candidate] = {}
+        norm = _norm_key
+        # 1. the wiki's own sentences (quotes of the papers, or Claude's prose)
+        for rank, s in enumerate(sections):
+            for sent in _sentences(s.get("text", "")):
+                sent = clean_sentence(sent)
+                if not is_answer_sentence(sent):
+                    continue
+                # no passage yet: the retrieval rank stands in for its passage's cosine
+                cands.setdefault(norm(sent), Candidate(
+                    sent, None, None, s.get("title", ""), None, None, (99, rank, 0),
+                    wiki_section=s["id"], passage_cos=max(0.0, 0.45 - 0.05 * rank)))
+        if self.tracer is None or not papers:
+            return list(cands.values())
+        # 2. the passages of the papers they point to that the question finds
+        pool = self.tracer.score_pool([question], papers)
+        if not pool.ids:
+            return list(cands.values())
+        import numpy as np
+
+        scores = np.asarray(pool.score[0], dtype=np.float64)
+        order = [int(j) for j in np.argsort(-scores, kind="stable")[:TOP_PASSAGES]]
+        best = float(scores[order[0]]) or 1.0
+        # the paper sections the best wiki sections were written from: their whole text is in
+        # play (the fact asked for is often there, beside the sentences the wiki quotes)
+        pointed: dict[str, tuple[int, str]] = {}  # store section -> (wiki rank, wiki section id)
+        for rank, s in enumerate(sections[:POINTED_RANKS]):
+            own = [p for p in papers if p in (s.get("sources") or [])] or papers
+            for sid in sorted(self.pointed_sections(s, own)):
+                pointed.setdefault(sid, (rank, s["id"]))
+        pos = {pid: j for j, pid in enumerate(pool.ids)}
+        pinfo: dict[str, tuple[dict, float, float]] = {
+            pool.ids[j]: (pool.info[pool.ids[j]], float(scores[j]) / best, float(pool.sim[0, j]))
+            for j in order}
+        extra = [r for r in self._passages_of(sorted(pointed)) if r[0] not in pinfo]
+        if extra:
+            ids_all, matrix = self.tracer._matrix(papers, False)
+            row_of = self.tracer._rows(papers, False)
+            qvec = self._encode([question])[0]
+            for pid, sec_id, a0, b0, page in extra:
+                if pid not in row_of:
+                    continue
+                j = pos.get(pid)
+                pscore = float(scores[j]) / best if j is not None else 0.0
+                info = {"paper": sec_id.split("#", 1)[0], "section_id": sec_id, "char_start": a0,
+                        "char_end": b0, "page": page}
+                pinfo[pid] = (info, pscore, float(matrix[row_of[pid]] @ qvec))
+        texts = self._sections([info["section_id"] for info, _s, _c in pinfo.values()])
+        for pid, (info, pscore, pcos) in pinfo.items():
+            sec = texts.get(info["section_id"])
+            if sec is None or sec[3] in ("references", "front"):
+                continue
+            text, sord, title, kind, _p0, _p1 = sec
+            paper = self._paper_of(info["section_id"], info.get("paper"))
+            a0, b0 = int(info["char_start"]), int(info["char_end"])
+            prank, pwiki = pointed.get(info["section_id"], (None, None))
+            for a, b in _sentence_spans(text):
+                if b <= a0 or a >= b0:
+                    continue
+                if a < a0 and (a0 - a) > (b - a) / 2:
+                    continue  # mostly in the previous passage: that passage owns it
+                sent = clean_sentence(text[a:b])
+                if not is_answer_sentence(sent):
+                    continue
+                key = norm(sent)
+                prev = cands.get(key)
+                if prev is not None and prev.paper is not None:
+                    prev.passage_score = max(prev.passage_score, pscore)
+                    prev.passage_cos = max(prev.passage_cos, pcos)
+                    continue
+                c = Candidate(sent, paper, info["section_id"], title, info["page"], pid,
+                              (paper_rank.get(paper, 50), sord, a), passage_score=pscore,
+                              passage_cos=pcos, pointed=prank,
+                              summary=kind in ("abstract",) or bool(_SUMMARY_TITLE.match(title)))
+                c.wiki_section = prev.wiki_section if prev is not None else pwiki
+                cands[key] = c
+        return list(cands.values())
+
+    def _score(self, question: str, cands: list[Candidate], paper_rank: dict[str, int]) -> None:
+        """Score every candidate; only the :data:`EMBED_TOP` best by the cheap part (lexical,
+        passage, type) are embedded, the rest keep their passage's cosine as the dense part."""
+        import numpy as np
+
+        from .trace import content_terms
+
+        qtype = expected_type(question)
+        qterms = content_terms(question)
+        if self.tracer is not None:
+            self.tracer._doc_freq(qterms)
+            weights = {t: self.tracer._idf(t) for t in qterms}
+        else:
+            weights = dict.fromkeys(qterms, 1.0)
+        total = sum(weights.values()) or 1.0
+        for c in cands:
+            terms = set(content_terms(c.text))
+            lex = sum(w for t, w in weights.items() if t in terms) / total
+            bonus = 0.0
+            if qtype == "quantity":
+                bonus = TYPE_BONUS if has_quantity(c.text) else -TYPE_MISS
+            elif qtype == "definition":
+                bonus = TYPE_BONUS * 0.5 if _DEFINES.search(c.text) else 0.0
+            elif qtype == "reason":
+                bonus = TYPE_BONUS * 0.5 if _REASON.search(c.text) else 0.0
+            rank = paper_rank.get(c.paper, 0) if c.paper else c.order[1]
+            c.parts = {"cos": c.passage_cos, "lex": lex, "passage": c.passage_score, "type": bonus}
+            c.score = (W_LEX * lex + W_PASSAGE * c.passage_score + bonus
+                       + (W_POINTED / (1 + c.pointed) if c.pointed is not None else 0.0)
+                       - W_WIKI_RANK * min(rank, 4)
+                       - (SUMMARY_PENALTY if c.summary else 0.0))
+        order = sorted(range(len(cands)), key=lambda i: -(cands[i].score + W_COS * cands[i].passage_cos))
+        top = order[:EMBED_TOP]
+        vecs = self._encode([question] + [cands[i].text for i in top])
+        sims = np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)
+        embedded = set(top)
+        for i, sim in zip(top, sims, strict=True):
+            cands[i].parts["cos"] = float(sim)
+            cands[i].score += W_COS * float(sim)
+        for i, c in enumerate(cands):
+            if i not in embedded:  # not embedded: its passage's cosine, a little discounted
+                c.score += W_COS * (c.passage_cos - 0.1)
+
+    def _encode(self, texts: list[str]):
+        """Embeddings, with the sentences' vectors kept (a warm engine meets them again)."""
+        import numpy as np
+
+        todo = [t for t in dict.fromkeys(texts) if t not in self._vec_cache]
+        if todo:
+            vecs = self.embedder.encode(todo)
+            with self._lock:
+                if len(self._vec_cache) > 50_000:
+                    self._vec_cache.clear()
+                self._vec_cache.update(zip(todo, vecs, strict=True))
+        return np.vstack([self._vec_cache[t] for t in texts])
+
+    def _select(self, cands: list[Candidate]) -> list[Candidate]:
+        """Greedy, maximal marginal relevance: each step takes the candidate with the best score
+        minus :data:`REDUNDANCY` x its cosine to the closest sentence already chosen, within
+        :data:`MARGIN` of the best score, no near-duplicates, bounded length."""
+        best = cands[0].score
+        pool = [c for c in cands if c.score >= best - MARGIN][:4 * MAX_SENTENCES]
+        vecs = {c.text: self._vec_cache.get(c.text) for c in pool}
+        picked: list[Candidate] = []
+        nwords = 0
+        while pool and len(picked) < MAX_SENTENCES + 2:
+            def gain(c: Candidate) -> float:
+                v = vecs.get(c.text)
+                red = max((float(v @ vecs[p.text]) for p in picked
+                           if v is not None and vecs.get(p.text) is not None), default=0.0)
+                return c.score - REDUNDANCY * red
+            c = max(pool, key=gain)
+            pool.remove(c)
+            ws = set(_norm_key(c.text).split())
+            if any(len(ws & set(_norm_key(p.text).split())) > 0.6 * min(len(ws), len(p.text.split()))
+                   for p in picked):
+                continue
+            n = len(c.text.split())
+            if picked and nwords + n > MAX_ANSWER_WORDS:
+                continue
+            picked.append(c)
+            nwords += n
+        return picked
+
+    def _with_context(self, picked: list[Candidate]) -> list[Candidate]:
+        """Put back the sentence a chosen one leans on: a sentence opening with an anaphor or a
+        connective ("This leads to ...", "To counteract this effect, ...") gets the sentence
+        before it; one followed by such a sentence gets that one (it usually completes the
+        point).  Within the answer's word budget; companions are quoted from the same section."""
+        out = list(picked)
+        have = {_norm_key(c.text) for c in out}
+        nwords = sum(len(c.text.split()) for c in out)
+        for c in list(picked):
+            if c.section_id is None or c.order[2] is None:
+                continue
+            sec = self._section_text.get(c.section_id)
+            if sec is None:
+                continue
+            text = sec[0]
+            spans = _sentence_spans(text)
+            i = next((k for k, (a, _b) in enumerate(spans) if a == c.order[2]), None)
+            if i is None:
+                continue
+            wanted = []
+            if _ANAPHOR.match(c.text) and i > 0:
+                wanted.append((i - 1, -1))
+            if i + 1 < len(spans) and _ANAPHOR.match(" ".join(text[spans[i + 1][0]:spans[i + 1][1]].split())):
+                wanted.append((i + 1, 1))
+            for k, _side in wanted:
+                a, b = spans[k]
+                sent = clean_sentence(text[a:b])
+                key = _norm_key(sent)
+                n = len(sent.split())
+                if key in have or not is_answer_sentence(sent) or nwords + n > MAX_ANSWER_WORDS:
+                    continue
+                have.add(key)
+                nwords += n
+                out.append(Candidate(sent, c.paper, c.section_id, c.section, c.page, c.passage_id,
+                                     (c.order[0], c.order[1], a), wiki_section=c.wiki_section,
+                                     score=c.score - 0.01))
+        return out
+
+    @staticmethod
+    def _compose(picked: list[Candidate], sections: Sequence[dict],
+                 wiki_of_paper: dict[str, str]) -> tuple[str, list[dict]]:
+        parts, citations = [], []
+        for c in picked:
+            sid = c.wiki_section or wiki_of_paper.get(c.paper) or sections[0]["id"]
+            parts.append(f"{c.text} [{sid}]")
+            citations.append({"sentence": c.text, "wiki_section": sid, "paper": c.paper,
+                              "section": c.section, "page": c.page, "passage_id": c.passage_id})
+        return " ".join(parts), citations
+
+    def _verified(self, picked: list[Candidate], papers: list[str], sections: Sequence[dict],
+                  wiki_of_paper: dict[str, str]) -> tuple[list[Candidate], dict | None]:
+        """Trace the composed answer and keep the sentences the tracer supports (its
+        ``verdict`` when it gives one, else ``supported``).  Returns the kept sentences and,
+        when nothing was dropped, the trace (of exactly the answer's text)."""
+        if self.tracer is None or not picked:
+            return picked, None
+        text, cites = self._compose(picked, sections, wiki_of_paper)
+        used = list(dict.fromkeys(c["wiki_section"] for c in cites))
+        index_json = {s["id"]: list(s.get("sources") or []) for s in sections}
+        try:
+            # scoped like chat's own trace: the papers of the wiki sections the answer cites
+            traced = self.tracer.trace(text, sections=used, index_json=index_json)
+        except Exception:  # noqa: BLE001 - an untraceable answer is not stated
+            return [], None
+        claims = traced.get("claims") or []
+        ok: list[Candidate] = []
+        for c in picked:
+            key = _norm_key(c.text)
+            verdict = None
+            for cl in claims:
+                ck = _norm_key(cl["claim"])
+                if ck and (ck in key or key in ck):
+                    verdict = cl.get("verdict", "supported" if cl.get("supported") else "unsupported")
+                    if verdict != "supported":
+                        break
+            if verdict in (None, "supported"):
+                ok.append(c)
+        return ok, (traced if len(ok) == len(picked) else None)
+
+
+def _norm_key(text: str) -> str:
+    return " ".join(re.findall(r"[^\W_]+", text.lower()))
+
+
+_SPAN_CACHE: dict[str, list[tuple[int, int]]] = {}
+
+
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    hit = _SPAN_CACHE.get(text)
+    if hit is None:
+        from ..pdf.passages import split_sentences
+
+        hit = split_sentences(text)
+        if len(_SPAN_CACHE) > 2000:
+            _SPAN_CACHE.clear()
+        _SPAN_CACHE[text] = hit
+    return hit
+
+
+def _explain(c: Candidate) -> dict:
+    return {"text": c.text, "score": round(c.score, 4), "paper": c.paper, "section": c.section,
+            "wiki_section": c.wiki_section, "pointed": c.pointed,
+            **{k: round(v, 4) for k, v in c.parts.items()}}

@@ -1,0 +1,925 @@
+"""wiki-lint ``--claims``: every sentence of every wiki section checked against its own sources.
+
+An LLM-maintained wiki drifts: a number merged wrongly, a result attributed to the wrong paper, a
+sentence kept after its source was removed.  This module reads each section's body, splits it
+into claims and verifies each against the section's source papers (``index.json``) with the
+*same* verifier ``trace`` uses (:class:`episteme.query.verify.Verifier` over the tracer's pooled
+candidates), so a lint verdict and a trace verdict never disagree.
+
+What is a claim (:func:`section_units`):
+
+* prose sentences of paragraphs and list items (wikilinks read as their labels, inline code,
+  emphasis markers and locator parentheses such as ``(§3.2; [[page]])`` dropped);
+* **quotes** (blockquote paragraphs, and inline ``“...”`` / ``"..."`` of 4+ words) are first
+  looked up verbatim in the sources' text (letters and digits only, so typography, ligatures
+  and line breaks do not matter): a located quote is not a claim and is skipped; a quote that
+  is not found is verified sentence by sentence like prose, and reported as misquoted when the
+  verifier still finds it supported;
+* not claims: headings, code (fenced), tables, HTML comments, lines that are only links, and
+  fragments that end with ``:`` (the lead-in of a quote or list) or have fewer than three words,
+  and a paper page's field lines (``**Authors:**``, ``**Published:**``, ``**Source:**``).
+
+Findings: ``claim-contradicted`` (error), ``claim-unsupported`` (warning), ``claim-misquoted``
+(warning), each at the claim's line with the sentence, the reason and the best evidence (paper,
+section, page, quote) in ``data``.
+
+Incremental (:class:`ClaimCache`): results are kept per section in
+``<wiki>/.episteme/claims-cache.json`` under a key made of the section body, its sources and each
+source's sha256 in SQLite (``absent`` once removed) and the verifier's code.  An unchanged
+section costs a read and a hash; the embedder, Chroma and the tracer are opened only when some
+section misses the cache.  When a key changes because a source was removed or re-ingested with
+another hash, each claim that the old result held supported on that paper and that is no longer
+supported says so (``lost_support`` in ``data`` and in the message).
+
+Heavy side, like :mod:`episteme.lint.stores`: imported only with ``--claims``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..lint.rules import Finding, finding
+from ..wiki.sections import HEADING_RE, MARKER_RE
+
+#: Bump when what a cached result means changes (claim splitting, result layout).
+CACHE_VERSION = 1
+CACHE_FILE = "claims-cache.json"
+MIN_WORDS = 3
+MIN_QUOTE_WORDS = 4
+MESSAGE_QUOTE = 160  # characters of evidence quoted in a message (data has the full quote)
+
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]|\d{1,3}[.)])\s+")
+_QUOTE_LINE = re.compile(r"^\s*>\s?")
+_WIKILINK = re.compile(r"\[\[([^\]|#]*)(?:#[^\]|]*)?(?:\|([^\]]*))?\]\]")
+_MDLINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_CODE = re.compile(r"`[^`]*`")
+_EMPH = re.compile(r"(\*\*|__|(?<!\w)\*(?!\s)|(?<!\w)_(?!\s))")
+_INLINE_QUOTE = re.compile(r"“([^”]{8,}?)”|(?<![\w])\"([^\"]{8,}?)\"(?![\w])")
+_HTML_COMMENT = re.compile(r"<!--.*?-->")
+# a field line of a paper page, as the writer puts them ("**Authors:** ...", "**Published:**
+# venue, year", "**Source:** `raw/x.pdf`"): bibliographic data read from the PDF, not a claim
+_FIELD_LINE = re.compile(r"^\s*\*\*(?:Authors|Published|Source):\*\*\s")
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_ALNUM = re.compile(r"[^0-9a-z]+")
+
+
+# ------------------------------------------------------------------------------ claim units
+
+
+@dataclass
+class Unit:
+    """One thing to check: a claim (``quote`` False) or a quote to locate (``quote`` True)."""
+
+    text: str
+    line: int  # 1-based line in the page file
+    quote: bool = False
+
+
+@dataclass
+class SectionText:
+    """A section as lint --claims reads it."""
+
+    id: str
+    sources: list[str]
+    marker_line: int
+    body_line: int  # first body line (1-based)
+    body: str
+    units: list[Unit] = field(default_factory=list)
+
+    def key_text(self) -> str:
+        return self.body
+
+
+def page_sections(text: str) -> list[SectionText]:
+    """The sections of a page with their bodies and the line their body starts on (the same
+    reading of markers and headings as :func:`episteme.wiki.sections.parse_page`)."""
+    lines = text.split("\n")
+    start = 0
+    if lines and lines[0].strip() == "---":
+        for j in range(1, len(lines)):
+            if lines[j].strip() in ("---", "..."):
+                start = j + 1
+                break
+    out: list[SectionText] = []
+    cur: SectionText | None = None
+    body: list[str] = []
+    fence: str | None = None
+    i = start
+    while i < len(lines):
+        line = lines[i]
+        st = line.lstrip()
+        if fence:
+            if st.startswith(fence):
+                fence = None
+        elif st.startswith("```") or st.startswith("~~~"):
+            fence = st[:3]
+        else:
+            m = MARKER_RE.match(line)
+            if m:
+                try:
+                    meta = json.loads(m.group(1))
+                except ValueError:
+                    meta = None
+                if isinstance(meta, dict) and meta.get("id"):
+                    if cur is not None:
+                        cur.body = "\n".join(body)
+                        out.append(cur)
+                    srcs = meta.get("sources") or []
+                    cur = SectionText(str(meta["id"]), [str(s) for s in (srcs if isinstance(srcs, list) else [srcs])],
+                                      i + 1, i + 2, "")
+                    body = []
+                    j = i + 1
+                    while j < len(lines) and not lines[j].strip():
+                        j += 1
+                    if j < len(lines) and HEADING_RE.match(lines[j]):
+                        i = j + 1
+                    else:
+                        i += 1
+                    cur.body_line = i + 1
+                    continue
+        if cur is not None:
+            body.append(line)
+        i += 1
+    if cur is not None:
+        cur.body = "\n".join(body)
+        out.append(cur)
+    return out
+
+
+def _plain(text: str) -> str:
+    """Markdown inline markup → the words a reader sees (links as their labels)."""
+    text = _HTML_COMMENT.sub(" ", text)
+    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1).rsplit("/", 1)[-1].replace("-", " ")), text)
+    text = _MDLINK.sub(lambda m: m.group(1), text)
+    text = _CODE.sub(" ", text)
+    return _EMPH.sub("", text)
+
+
+def _drop_locators(text: str) -> str:
+    """Remove parentheses that locate rather than claim: those holding a link or a § reference,
+    and empty ones left behind."""
+    out = re.sub(r"\((?:[^()]*(?:\[\[|§|\]\()[^()]*)\)", " ", text)
+    return re.sub(r"\(\s*[;,]?\s*\)", " ", out)
+
+
+def _words(text: str) -> list[str]:
+    return _WORD.findall(text)
+
+
+def _blocks(body: str, first_line: int) -> list[tuple[bool, str, list[tuple[int, int]]]]:
+    """Paragraphs and list items of a body: ``(is_blockquote, text, [(offset, line)])`` with the
+    offset at which each source line starts in ``text``.  Code, tables, headings and HTML
+    comment lines end a block and are not part of any."""
+    out: list[tuple[bool, str, list[tuple[int, int]]]] = []
+    cur: list[tuple[int, str]] = []
+    cur_quote = False
+    fence: str | None = None
+
+    def close() -> None:
+        nonlocal cur
+        if cur:
+            parts: list[str] = []
+            offs: list[tuple[int, int]] = []
+            pos = 0
+            for ln, t in cur:
+                offs.append((pos, ln))
+                parts.append(t)
+                pos += len(t) + 1
+            out.append((cur_quote, " ".join(parts), offs))
+        cur = []
+
+    for k, raw in enumerate(body.split("\n")):
+        ln = first_line + k
+        st = raw.strip()
+        if fence:
+            if st.startswith(fence):
+                fence = None
+            continue
+        m = _FENCE.match(raw)
+        if m:
+            close()
+            fence = m.group(1)
+            continue
+        if not st or HEADING_RE.match(st) or st.startswith("|") or st.startswith("<!--") \
+                or re.fullmatch(r"[-*_=]{3,}", st):
+            close()
+            continue
+        q = bool(_QUOTE_LINE.match(raw))
+        text = _QUOTE_LINE.sub("", raw) if q else raw
+        if links_only(text) or text.rstrip().endswith(":") or _FIELD_LINE.match(text):
+            # navigation, or the lead-in of the quote or list below ("From X, §3 (p. 4):")
+            close()
+            continue
+        item = _LIST_ITEM.match(text)
+        if item:
+            close()
+            text = text[item.end():]
+        elif q != cur_quote:
+            close()
+        cur_quote = q
+        cur.append((ln, text.strip()))
+    close()
+    return out
+
+
+def links_only(line: str) -> bool:
+    """A line that only points elsewhere: links, their locators and at most a two-word label
+    ("Related:", "See also:") — a navigation line, not a claim."""
+    if "[[" not in line and "](" not in line:
+        return False
+    rest = _drop_locators(_WIKILINK.sub(" ", _MDLINK.sub(" ", _LIST_ITEM.sub("", line))))
+    return len(_words(rest)) <= 2
+
+
+def _line_at(offs: list[tuple[int, int]], pos: int) -> int:
+    line = offs[0][1]
+    for o, ln in offs:
+        if o > pos:
+            break
+        line = ln
+    return line
+
+
+def section_units(sec: SectionText) -> list[Unit]:
+    """The claims and quotes of a section body, each with its line."""
+    from .trace import split_claims
+
+    units: list[Unit] = []
+    for is_quote, text, offs in _blocks(sec.body, sec.body_line):
+        if is_quote:
+            plain = " ".join(_plain(text).split())
+            if len(_words(plain)) >= MIN_WORDS:
+                units.append(Unit(plain, offs[0][1], True))
+            continue
+        # inline quotes: checked (located) on their own, cut from the prose around them
+        rest = list(text)
+        for m in _INLINE_QUOTE.finditer(text):
+            q = m.group(1) or m.group(2)
+            if len(_words(q)) >= MIN_QUOTE_WORDS:
+                units.append(Unit(" ".join(_plain(q).split()), _line_at(offs, m.start()), True))
+                rest[m.start():m.end()] = [" "] * (m.end() - m.start())
+        prose = "".join(rest)
+        # keep offsets: blank out links' brackets etc. only in the claim text, not the positions
+        for c in split_claims(prose, max_claims=10_000)[0]:
+            sent = " ".join(_plain(_drop_locators(prose[c.start:c.end])).split())
+            sent = re.sub(r"\s+([,.;:])", r"\1", sent).strip(" ,;")
+            if not sent or sent.endswith(":") or len(_words(sent)) < MIN_WORDS:
+                continue
+            if re.fullmatch(r"[\W\d_]*(?:[A-Za-z][\w.-]*[:\s][\W\d_]*)?", sent):
+                continue
+            units.append(Unit(sent, _line_at(offs, c.start)))
+    return units
+
+
+# ------------------------------------------------------------------------------ sources
+
+
+def _alnum(text: str) -> str:
+    from .verify import normalize, unligature
+
+    return " " + " ".join(_ALNUM.split(unligature(normalize(text)).lower())).strip() + " "
+
+
+class PaperIndex:
+    """What the cache key and the quote check need from SQLite, read with the standard library:
+    each paper's sha256, and (lazily) its text reduced to letters and digits."""
+
+    def __init__(self, sqlite_path: Path):
+        self.path = Path(sqlite_path)
+        self.sha: dict[str, str] = {}
+        self._text: dict[str, str] = {}
+        self._conn: sqlite3.Connection | None = None
+        if self.path.exists():
+            self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+            self.sha = dict(self._conn.execute("SELECT id, sha256 FROM papers"))
+
+    def resolve(self, name: str) -> str | None:
+        """A source name as written in index.json → the paper id in SQLite (or None)."""
+        for cand in (name, Path(name).name):
+            if cand in self.sha:
+                return cand
+        base = Path(name).name
+        if not base.lower().endswith(".pdf") and base + ".pdf" in self.sha:
+            return base + ".pdf"
+        return None
+
+    def text(self, paper: str) -> str:
+        if paper not in self._text:
+            rows = self._conn.execute(
+                "SELECT section_text FROM sections WHERE paper_id = ? ORDER BY ord", (paper,)) if self._conn else []
+            self._text[paper] = _alnum(" ".join(r[0] for r in rows))
+        return self._text[paper]
+
+    def located(self, quote: str, papers: list[str]) -> bool:
+        q = _alnum(quote)
+        if len(q.split()) < MIN_WORDS:
+            return False
+        return any(q in self.text(p) for p in papers)
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+
+# ------------------------------------------------------------------------------ the cache
+
+
+def _code_hash() -> str:
+    """Cached verdicts are only as good as the code that made them: the verifier's, the
+    tracer's and this module's source, hashed (cheap: three small files)."""
+    h = hashlib.sha256(str(CACHE_VERSION).encode())
+    from ..pdf import passages
+    from . import trace, verify
+
+    for path in (verify.__file__, trace.__file__, __file__, passages.__file__):
+        try:
+            h.update(Path(path).read_bytes())
+        except OSError:
+            h.update(str(path).encode())
+    return h.hexdigest()[:16]
+
+
+class ClaimCache:
+    """Per-section results in ``<wiki>/.episteme/claims-cache.json`` (written atomically)."""
+
+    def __init__(self, root: str):
+        self.path = Path(root) / ".episteme" / CACHE_FILE
+        self.data: dict[str, Any] = {}
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+            if isinstance(raw, dict) and isinstance(raw.get("sections"), dict):
+                self.data = raw["sections"]
+        except (OSError, ValueError):
+            self.data = {}
+        self.dirty = False
+
+    def get(self, sid: str) -> dict | None:
+        e = self.data.get(sid)
+        return e if isinstance(e, dict) else None
+
+    def put(self, sid: str, entry: dict) -> None:
+        self.data[sid] = entry
+        self.dirty = True
+
+    def save(self, keep: set[str] | None = None) -> None:
+        if keep is not None:
+            for sid in list(self.data):
+                if sid not in keep:
+                    del self.data[sid]
+                    self.dirty = True
+        if not self.dirty:
+            return
+        from ..fsutil import atomic_write_text
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(self.path, json.dumps({"version": CACHE_VERSION, "sections": self.data},
+                                                ensure_ascii=False, separators=(",", ":")))
+        self.dirty = False
+
+
+def section_key(sec: SectionText, papers: PaperIndex, code: str) -> tuple[str, dict[str, str]]:
+    """The cache key of a section, and the sha of each source (``absent`` when not ingested)."""
+    shas = {}
+    for s in sec.sources:
+        pid = papers.resolve(s)
+        shas[s] = papers.sha[pid] if pid else "absent"
+    h = hashlib.sha256()
+    h.update(code.encode())
+    h.update(sec.body.encode("utf-8", "surrogatepass"))
+    h.update(json.dumps(shas, sort_keys=True).encode())
+    return h.hexdigest()[:24], shas
+
+
+# ------------------------------------------------------------------------------ checking
+
+
+class _Embeds:
+    """The tracer's embedder, answering from vectors computed in one batch beforehand (one big
+    batch is several times faster than one call per section)."""
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self.dim = inner.dim
+        self.memo: dict[str, Any] = {}
+
+    def prime(self, texts: list[str]) -> None:
+        todo = list(dict.fromkeys(t for t in texts if t not in self.memo))
+        if todo:
+            for t, v in zip(todo, self.inner.encode(todo), strict=True):
+                self.memo[t] = v
+
+    def encode(self, texts, *args, **kwargs):
+        import numpy as np
+
+        texts = list(texts)
+        if texts and all(t in self.memo for t in texts):
+            return np.vstack([self.memo[t] for t in texts])
+        return self.inner.encode(texts, *args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+class ClaimChecker:
+    """Verifies claims of sections against their sources (opens the stores on first use)."""
+
+    def __init__(self, settings: Any, *, tracer: Any = None, embedder: Any = None):
+        self.settings = settings
+        self._tracer = tracer
+        self._embedder = embedder
+        self.papers = PaperIndex(settings.sqlite_path)
+
+    @property
+    def tracer(self):
+        if self._tracer is None:
+            from .trace import Tracer
+
+            emb = self._embedder
+            if emb is None:
+                from ..stores.embedding import get_embedder
+
+                emb = get_embedder(self.settings)
+            self._tracer = Tracer(self.settings, embedder=_Embeds(emb))
+        return self._tracer
+
+    def close(self) -> None:
+        self.papers.close()
+
+    def check(self, sections: list[SectionText], progress: bool = False) -> list[list[dict]]:
+        """One result list per section: a dict per unit (``text``, ``line``, ``kind``,
+        ``verdict``, ``reason``, ``evidence``)."""
+        plans: list[tuple[SectionText, list[str], list[str], list[dict]]] = []
+        to_embed: list[str] = []
+        for sec in sections:
+            units = section_units(sec)
+            pids = [p for p in (self.papers.resolve(s) for s in sec.sources) if p]
+            missing = [s for s in sec.sources if not self.papers.resolve(s)]
+            results: list[dict] = []
+            claims: list[str] = []
+            for u in units:
+                r = {"text": u.text, "line": u.line - sec.body_line, "kind": "quote" if u.quote else "claim"}
+                if pids and self.papers.located(u.text, pids):
+                    # stated word for word by a source (a quote, or a sentence copied as prose)
+                    r["verdict"] = "located"
+                elif not pids:
+                    r["verdict"] = "unsupported"
+                    why = (f"its source{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+                           f"{'are' if len(missing) > 1 else 'is'} not ingested") if missing else \
+                        "the section lists no source paper"
+                    r["reason"] = {"code": "no_source", "text": why}
+                else:
+                    claims.append(u.text)
+                results.append(r)
+            plans.append((sec, pids, claims, results))
+            to_embed.extend(claims)
+        if to_embed:
+            emb = self.tracer.embedder
+            if isinstance(emb, _Embeds):
+                emb.prime(to_embed)
+        out: list[list[dict]] = []
+        it = plans
+        bar = None
+        if progress and len([p for p in plans if p[2]]) > 20:
+            try:
+                from tqdm import tqdm
+
+                bar = tqdm(total=len(plans), desc="claims", unit="section", leave=False)
+            except ImportError:
+                bar = None
+        for _sec, pids, claims, results in it:
+            if claims:
+                verdicts = iter(self.verify(claims, pids))
+                for r in results:
+                    if "verdict" not in r:
+                        r.update(next(verdicts))
+            out.append(results)
+            if bar is not None:
+                bar.update(1)
+        if bar is not None:
+            bar.close()
+        return out
+
+    def verify(self, claims: list[str], papers: list[str]) -> list[dict]:
+        """Verdicts of ``claims`` against ``papers``: the tracer's candidate pool and verifier,
+        as ``trace`` runs them for an answer whose sentences are these claims."""
+        from .trace import SUPPORT_THRESHOLD
+        from .verify import EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier
+
+        tr = self.tracer
+        tr.reload(if_changed=True)
+        scope = [p for p in papers if p in tr.papers]
+        if not scope:
+            return [{"verdict": UNSUPPORTED, "reason": {"code": "no_source",
+                                                        "text": "no source paper of the section is ingested"}}
+                    for _ in claims]
+        pool = tr.score_pool(claims, scope)
+        verifier = Verifier(in_scope=lambda name: tr.names_in_scope(name, scope), threshold=SUPPORT_THRESHOLD)
+        out = []
+        for ci, c in enumerate(claims):
+            cands = pool.candidates(ci, EVIDENCE_K)
+            v = verifier.verify(c, cands, support=pool.support(ci))
+            r: dict[str, Any] = {"verdict": v["verdict"], "reason": v["reason"],
+                                 "support": round(pool.support(ci), 3)}
+            best = v.get("evidence")
+            if best is None and cands:
+                best = v["order"][0] if v.get("order") else 0
+            if best is not None and cands:
+                h = cands[best]
+                if v.get("span"):
+                    a, b = v["span"]
+                    q = h["text"][a:b].strip()
+                else:
+                    q = tr.quote_for(c, h["text"])
+                r["evidence"] = {"paper": h["paper"], "section": h["section"], "page": h["page"],
+                                 "quote": q}
+            if v["verdict"] != "contradicted":
+                alt = altered_copy(c, cands)
+                if alt is not None:
+                    h, sent, said, says = alt
+                    r.update(verdict="contradicted", verifier_verdict=v["verdict"],
+                             reason={"code": "altered_copy",
+                                     "text": f"the sentence copies the passage's sentence but says {said!r} "
+                                             f"where the passage says {says!r}"},
+                             evidence={"paper": h["paper"], "section": h["section"], "page": h["page"],
+                                       "quote": sent})
+            if r["verdict"] == SUPPORTED:
+                r.pop("support", None)
+            out.append(r)
+        return out
+
+
+_TOK = re.compile(r"\d+(?:[.,]\d+)*%?|[^\W\d_]+(?:'t)?", re.UNICODE)
+#: A claim this similar (difflib ratio over words) to one source sentence is a copy of it.
+COPY_RATIO = 0.8
+
+
+def _specific(tok: str, first: bool = False) -> bool:
+    """A token whose change changes what a sentence asserts: a number, a name (capitalised or
+    mixed case, by form), a negation or a comparative (the verifier's own cue lists)."""
+    from .verify import _GOOD_CUES, _MAG_CUES, _NEG_CUES
+
+    low = tok.lower()
+    name = any(ch.isupper() for ch in tok[1:]) or (tok[:1].isupper() and not first)
+    return (any(ch.isdigit() for ch in tok) or name or low in _NEG_CUES or low in _MAG_CUES
+            or low in _GOOD_CUES or low.endswith("n't"))
+
+
+def altered_copy(claim: str, cands: list[dict]) -> tuple[dict, str, str, str] | None:
+    """When ``claim`` copies one sentence of a candidate passage except for a number, a name, a
+    negation or a comparative: ``(passage, its sentence, what the claim says, what the sentence
+    says)``.  A near-copy that changes a specific is the typical drift of a compiled wiki (a
+    merged number, a swapped dataset), and one the similarity of the two sentences hides."""
+    import difflib
+
+    from ..pdf.passages import split_sentences
+    from .verify import normalize, unligature
+
+    cw = _TOK.findall(unligature(normalize(claim)))
+    if len(cw) < 6:
+        return None
+    lc = [w.lower() for w in cw]
+    best = None
+    for h in cands:
+        text = h["text"]
+        for a, b in split_sentences(text):
+            sw = _TOK.findall(unligature(normalize(text[a:b])))
+            if not sw or abs(len(sw) - len(cw)) > max(3, len(cw) // 4):
+                continue
+            sm = difflib.SequenceMatcher(None, lc, [w.lower() for w in sw], autojunk=False)
+            if sm.real_quick_ratio() < COPY_RATIO or sm.quick_ratio() < COPY_RATIO:
+                continue
+            ratio = sm.ratio()
+            if ratio >= COPY_RATIO and (best is None or ratio > best[0]):
+                best = (ratio, h, text[a:b].strip(), sw, sm)
+    if best is None:
+        return None
+    _r, h, sent, sw, sm = best
+    for op, i1, i2, j1, j2 in sm.get_opcodes():
+        if op == "equal":
+            continue
+        mine, theirs = cw[i1:i2], sw[j1:j2]
+        if any(_specific(t, i1 + k == 0) for k, t in enumerate(mine)) or \
+                any(_specific(t, j1 + k == 0) for k, t in enumerate(theirs)):
+            return h, sent, " ".join(mine) or "(nothing)", " ".join(theirs) or "(nothing)"
+    return None
+
+
+# ------------------------------------------------------------------------------ findings
+
+
+RULE_OF = {"contradicted": "claim-contradicted", "unsupported": "claim-unsupported"}
+
+
+def _short(text: str, limit: int) -> str:
+    t = " ".join(text.split())
+    return t if len(t) <= limit else t[:limit].rsplit(" ", 1)[0] + " …"
+
+
+def result_findings(file: str, sec: SectionText, results: list[dict]) -> list[Finding]:
+    """The findings of one section's results (lines made absolute)."""
+    out: list[Finding] = []
+    for r in results:
+        v = r.get("verdict")
+        rule = RULE_OF.get(v)
+        if rule is None and v == "supported" and r.get("kind") == "quote":
+            rule = "claim-misquoted"
+        if rule is None:
+            continue
+        reason = r.get("reason") or {}
+        ev = r.get("evidence")
+        if rule == "claim-misquoted":
+            msg = f"quote not found verbatim in {', '.join(sec.sources)} (the closest passage supports it): " \
+                  f"\"{_short(r['text'], 200)}\""
+        else:
+            msg = f"{v}: \"{_short(r['text'], 200)}\" — {reason.get('text', '')}"
+        if r.get("lost_support"):
+            ls = r["lost_support"]
+            msg += f"; it lost its support: {ls['paper']} was {ls['why']}"
+        if ev and rule != "claim-misquoted" and v == "contradicted":
+            msg += (f" — evidence: {ev['paper']}, {ev.get('section') or '?'}, p. {ev.get('page')}: "
+                    f"\"{_short(ev.get('quote') or '', MESSAGE_QUOTE)}\"")
+        elif ev and v == "unsupported" and reason.get("code") not in ("no_source",):
+            msg += (f" — closest: {ev['paper']}, {ev.get('section') or '?'}, p. {ev.get('page')}: "
+                    f"\"{_short(ev.get('quote') or '', MESSAGE_QUOTE)}\"")
+        data = {"section_id": sec.id, "claim": r["text"], "verdict": v, "kind": r.get("kind"),
+                "reason": reason, "evidence": ev}
+        if r.get("verifier_verdict"):
+            data["verifier_verdict"] = r["verifier_verdict"]
+        if r.get("lost_support"):
+            data["lost_support"] = r["lost_support"]
+        out.append(finding(rule, file, sec.body_line + int(r.get("line") or 0), msg, **data))
+    return out
+
+
+def _lost_support(old: dict | None, results: list[dict], shas: dict[str, str], papers: PaperIndex) -> None:
+    """Mark claims that were supported on a paper that has since been removed or replaced."""
+    if not old:
+        return
+    old_shas = old.get("shas") or {}
+    changed = {}
+    for src, sha in old_shas.items():
+        if shas.get(src, "absent") != sha:
+            pid = papers.resolve(src) or src
+            changed[pid] = changed[Path(src).name] = "removed" if shas.get(src, "absent") == "absent" else \
+                "re-ingested with another content hash"
+    if not changed:
+        return
+    before = {r.get("text"): r for r in old.get("results") or []}
+    for r in results:
+        if r.get("verdict") in ("supported", "located"):
+            continue
+        prev = before.get(r.get("text"))
+        if not prev or prev.get("verdict") not in ("supported", "located"):
+            continue
+        paper = ((prev.get("evidence") or {}).get("paper")) or prev.get("paper")
+        if paper in changed:
+            r["lost_support"] = {"paper": paper, "why": changed[paper]}
+        elif prev.get("verdict") == "located" and len(changed) == 1:
+            p = next(iter(changed))
+            r["lost_support"] = {"paper": p, "why": changed[p]}
+
+
+def _remember_paper(results: list[dict], sec: SectionText, papers: PaperIndex) -> None:
+    """A located quote has no evidence dict: remember which source it was found in."""
+    for r in results:
+        if r.get("verdict") == "located" and "paper" not in r:
+            pids = [p for p in (papers.resolve(s) for s in sec.sources) if p]
+            for p in pids:
+                if _alnum(r["text"]) in papers.text(p):
+                    r["paper"] = p
+                    break
+
+
+@dataclass
+class ClaimsRun:
+    findings: list[Finding]
+    pages: dict[str, dict[str, int]]
+    sections_checked: int = 0
+    sections_cached: int = 0
+    sections_skipped: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        tot = {"checked": 0, "supported": 0, "unsupported": 0, "contradicted": 0, "quotes_located": 0}
+        for row in self.pages.values():
+            for k in tot:
+                tot[k] += row.get(k, 0)
+        return {**tot, "sections_verified": self.sections_checked, "sections_cached": self.sections_cached,
+                "sections_skipped": self.sections_skipped, "seconds": round(self.seconds, 3)}
+
+
+def _tally(row: dict[str, int], results: list[dict]) -> None:
+    for r in results:
+        v = r.get("verdict")
+        if v == "located":
+            row["quotes_located"] += 1
+            continue
+        row["checked"] += 1
+        if v in row:
+            row[v] += 1
+
+
+def check_claims(root: str, settings: Any, page_files: list[str], *, since: set[str] | None = None,
+                 checker: ClaimChecker | None = None, progress: bool = True) -> ClaimsRun:
+    """Lint the claims of every section of ``page_files`` (paths relative to ``root``); with
+    ``since``, only of those pages (the rest keep their cache entries and are not reported)."""
+    started = time.monotonic()
+    if settings is None:
+        from ..config import load_settings
+
+        settings = load_settings(root)
+    own = checker is None
+    checker = checker or ClaimChecker(settings)
+    try:
+        index_json = _index_json(root)
+        cache = ClaimCache(root)
+        code = _code_hash()
+        todo: list[tuple[str, SectionText, str, dict]] = []
+        done: list[tuple[str, SectionText, list[dict]]] = []
+        seen: set[str] = set()
+        skipped = 0
+        for rel in page_files:
+            try:
+                text = Path(root, rel).read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError):
+                continue
+            for sec in page_sections(text):
+                if sec.id in index_json:
+                    sec.sources = list(index_json[sec.id])
+                seen.add(sec.id)
+                if since is not None and rel not in since:
+                    key, shas = section_key(sec, checker.papers, code)
+                    old = cache.get(sec.id)
+                    if not old or old.get("key") != key:
+                        # a source changed under an untouched page: that is a change too
+                        if not old or old.get("shas") == shas:
+                            skipped += 1
+                            continue
+                    else:
+                        skipped += 1
+                        continue
+                key, shas = section_key(sec, checker.papers, code)
+                old = cache.get(sec.id)
+                if old and old.get("key") == key:
+                    done.append((rel, sec, old.get("results") or []))
+                else:
+                    todo.append((rel, sec, key, {"shas": shas, "old": old}))
+        n_cached = len(done)
+        if todo:
+            results = checker.check([t[1] for t in todo], progress=progress)
+            for (rel, sec, key, meta), res in zip(todo, results, strict=True):
+                _remember_paper(res, sec, checker.papers)
+                _lost_support(meta["old"], res, meta["shas"], checker.papers)
+                cache.put(sec.id, {"key": key, "shas": meta["shas"], "results": res})
+                done.append((rel, sec, res))
+        cache.save(keep=seen if since is None else None)
+        findings: list[Finding] = []
+        pages: dict[str, dict[str, int]] = {}
+        for rel, sec, res in done:
+            row = pages.setdefault(rel, {"checked": 0, "supported": 0, "unsupported": 0,
+                                         "contradicted": 0, "quotes_located": 0})
+            _tally(row, res)
+            findings.extend(result_findings(rel, sec, res))
+        return ClaimsRun(findings, pages, len(todo), n_cached, skipped, time.monotonic() - started)
+    finally:
+        if own:
+            checker.close()
+
+
+def _index_json(root: str) -> dict[str, list[str]]:
+    try:
+        from ..wiki.index import read_index_json
+
+        return read_index_json(root)
+    except Exception:  # an unreadable index.json is lint's index-malformed finding, not ours
+        return {}
+
+
+# ------------------------------------------------------------------------------ --since
+
+
+def changed_pages(root: str, since: str, page_files: list[str]) -> set[str]:
+    """Pages changed since ``since``: a git revision when the wiki is in a git work tree (files
+    changed since it, committed or not, plus untracked ones), otherwise a date ``YYYY-MM-DD``
+    (pages modified on or after it by mtime, or named by a log.md entry of that day or later)."""
+    import datetime as dt
+
+    from ..errors import UsageError
+
+    date = None
+    try:
+        date = dt.date.fromisoformat(since)
+    except ValueError:
+        date = None
+    if date is None:
+        import subprocess
+
+        try:
+            top = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel"], capture_output=True,
+                                 text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired):
+            top = None
+        if top is None or top.returncode != 0:
+            raise UsageError(f"--since {since!r}: not a date (YYYY-MM-DD) and {root} is not in a git work tree")
+        base = Path(top.stdout.strip())
+        rev = subprocess.run(["git", "-C", root, "rev-parse", "--verify", "--quiet", since + "^{commit}"],
+                             capture_output=True, text=True, timeout=30)
+        if rev.returncode != 0:
+            raise UsageError(f"--since {since!r}: not a date (YYYY-MM-DD) nor a git revision")
+        names: set[str] = set()
+        for args in (["diff", "--name-only", rev.stdout.strip(), "--", "."],
+                     ["ls-files", "--others", "--exclude-standard", "--", "."]):
+            proc = subprocess.run(["git", "-C", root, *args], capture_output=True, text=True, timeout=60)
+            for line in proc.stdout.splitlines():
+                p = line.strip()
+                if not p:
+                    continue
+                full = (base / p) if args[0] == "diff" else (Path(root) / p)
+                try:
+                    names.add(os.path.relpath(full, root).replace(os.sep, "/"))
+                except ValueError:
+                    continue
+        return {p for p in page_files if p in names}
+    cutoff = dt.datetime.combine(date, dt.time()).timestamp()
+    out = set()
+    for p in page_files:
+        try:
+            if os.stat(os.path.join(root, p)).st_mtime >= cutoff:
+                out.add(p)
+        except OSError:
+            continue
+    try:
+        from ..wiki.index import read_log
+
+        entries, _bad = read_log(root)
+        for e in entries:
+            if str(e.date) >= date.isoformat():
+                for pg in e.pages:
+                    pg = pg if pg.endswith(".md") else pg + ".md"
+                    if pg in page_files:
+                        out.add(pg)
+    except Exception:
+        pass
+    return out
+
+
+# ------------------------------------------------------------------------------ write time
+
+
+def check_body(settings: Any, body: str, sources: list[str], *, checker: ClaimChecker | None = None,
+               page: str = "(new section)", first_line: int = 1) -> list[dict]:
+    """The claim findings (as dicts) of a section body about to be written with ``sources``:
+    what ``lint --claims`` would report for it once written."""
+    own = checker is None
+    checker = checker or ClaimChecker(settings)
+    try:
+        sec = SectionText("sec_new", list(sources), first_line, first_line, body)
+        res = checker.check([sec], progress=False)[0]
+        return [f.to_dict() for f in result_findings(page, sec, res)]
+    finally:
+        if own:
+            checker.close()
+
+
+def format_table(run: ClaimsRun) -> str:
+    """The per-page table ``lint --claims --format text`` ends with."""
+    rows = sorted(run.pages.items())
+    if not rows:
+        return ""
+    w = max(len("page"), *(len(p) for p, _ in rows))
+    w = min(w, 60)
+    head = f"{'page':<{w}}  {'checked':>7}  {'supported':>9}  {'unsupported':>11}  {'contradicted':>12}\n"
+    out = ["\nclaims per page\n", head]
+    tot = [0, 0, 0, 0]
+    for p, r in rows:
+        vals = [r["checked"], r["supported"], r["unsupported"], r["contradicted"]]
+        tot = [a + b for a, b in zip(tot, vals, strict=True)]
+        name = p if len(p) <= w else "…" + p[-(w - 1):]
+        out.append(f"{name:<{w}}  {vals[0]:>7}  {vals[1]:>9}  {vals[2]:>11}  {vals[3]:>12}\n")
+    out.append(f"{'total':<{w}}  {tot[0]:>7}  {tot[1]:>9}  {tot[2]:>11}  {tot[3]:>12}\n")
+    s = run.summary()
+    out.append(f"({s['quotes_located']} quotes or sentences found verbatim in their sources and skipped; {run.sections_checked} sections "
+               f"verified, {run.sections_cached} from the cache"
+               + (f", {run.sections_skipped} unchanged and skipped" if run.sections_skipped else "") + ")\n")
+    return "".join(out)
+
+
+def lint_hook(report: Any, settings: Any, sections: list[tuple[str, Any]], since: str | None) -> list[Finding]:
+    """What :func:`episteme.lint.lint_wiki` calls with ``claims=True``: the pages holding the
+    sections its scan found, checked; the per-page table goes to ``report.extra["claims"]``."""
+    root = report.wiki
+    files = list(dict.fromkeys(pid for pid, _s in sections))
+    changed = changed_pages(root, since, files) if since else None
+    run = check_claims(root, settings, files, since=changed)
+    report.extra["claims"] = run
+    return run.findings

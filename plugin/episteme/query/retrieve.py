@@ -1,0 +1,121 @@
+"""Step 1 of a query: the wiki sections relevant to a question.
+
+The heavy lifting is :class:`episteme.query.wikisearch.WikiSectionIndex` (BM25 over title +
+``index.md`` description + section text, fused with embedding similarity); this module adds
+what a query needs around it: refreshing the index from the pages before searching (cheap when
+nothing changed, so the files stay the source of truth), clear errors for an empty or missing
+wiki, and the JSON shape the skill, ``chat`` and the server share.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from ..errors import EpistemeError, UsageError
+
+#: A section is relevant to a question when its relevance (0..1, see :func:`relevance`) is at
+#: least this; a question no section reaches is not covered by the wiki.  Calibrated in
+#: benchmarks/bench_verify.py (answerable retrieval questions vs unanswerable ones).
+COVERED_THRESHOLD = 0.5
+#: relevance = W_COVER x coverage + (1 - W_COVER) x scaled cosine similarity
+W_COVER = 0.5
+COS_FLOOR, COS_SPAN = 0.15, 0.5
+
+DEFAULT_K = 5
+MAX_K = 50
+MAX_QUESTION_CHARS = 4000  # a question longer than this is cut (bounded work)
+
+
+class Retriever:
+    """Retrieval over one wiki.  Thread-safe; keeps the index open between calls."""
+
+    def __init__(self, settings, embedder=None, index=None):
+        self.settings = settings
+        if index is None:
+            from .wikisearch import WikiSectionIndex
+
+            index = WikiSectionIndex(settings, embedder)
+        self.index = index
+        self._lock = threading.Lock()
+
+    def refresh(self) -> dict:
+        if not self.settings.wiki.is_dir():
+            raise EpistemeError(f"wiki folder does not exist: {self.settings.wiki}")
+        with self._lock:
+            return self.index.refresh()
+
+    def retrieve(self, question: str, k: int = DEFAULT_K, *, refresh: bool = True) -> dict:
+        """``{"question", "sections": [{id, page, title, heading, description, text, score,
+        sources}], "index": refresh counts}``."""
+        question = " ".join((question or "").split())
+        if not question:
+            raise UsageError("the question is empty")
+        if not 1 <= int(k) <= MAX_K:
+            raise UsageError(f"k must be between 1 and {MAX_K}")
+        stats = self.refresh() if refresh else {}
+        if self.index.count() == 0:
+            raise EpistemeError(
+                f"the wiki at {self.settings.wiki} has no sections yet: ingest papers with "
+                "`episteme ingest PAPER.pdf --write` (or let the agent write them) first"
+            )
+        hits = self.index.search(question[:MAX_QUESTION_CHARS], k=int(k))
+        rel = self.relevance(question[:MAX_QUESTION_CHARS], hits)
+        sections = []
+        for h, r in zip(hits, rel, strict=True):
+            sections.append({
+                "id": h["id"],
+                "page": h["page"],
+                "title": h["title"],
+                "heading": h["title"],
+                "description": h["description"],
+                "text": h["text"],
+                "score": h["score"],
+                "relevance": r,
+                "sources": h["sources"],
+            })
+        covered = any(r >= COVERED_THRESHOLD for r in rel)
+        out = {"question": question, "sections": sections, "covered": covered, "index": stats}
+        if not covered:
+            out["closest_topics"] = list(dict.fromkeys(s["title"] for s in sections))[:3]
+        return out
+
+    def relevance(self, question: str, hits: list[dict]) -> list[float]:
+        """An absolute relevance in 0..1 per hit (RRF scores only rank): the IDF-weighted share
+        of the question's content words the section contains (a name the wiki never mentions
+        weighs most, so "How does RoBERTa mask?" is not answered by BERT's sections), mixed
+        with the cosine similarity of the question and the section, scaled to 0..1."""
+        import math
+
+        from .trace import content_terms, stem, words
+
+        terms = content_terms(question)
+        if not hits:
+            return []
+        if not terms:
+            return [0.0 for _ in hits]
+        df, n = self.index.term_df(terms)
+        idf = {t: math.log((n + 1) / (df.get(t, 0) + 0.5)) for t in terms}
+        total = sum(idf.values()) or 1.0
+        out = []
+        for h in hits:
+            have = {stem(w) for w in words(" ".join((h.get("title") or "", h.get("description") or "",
+                                                      h.get("text") or "")))}
+            cover = sum(w for t, w in idf.items() if t in have) / total
+            cos = h.get("similarity")
+            cos_part = min(1.0, max(0.0, ((cos or 0.0) - COS_FLOOR) / COS_SPAN))
+            out.append(round(W_COVER * cover + (1 - W_COVER) * cos_part, 4))
+        return out
+
+
+def format_retrieve_text(result: dict, width: int = 300) -> str:
+    """A retrieval result for people: one block per section."""
+    from .trace import quote
+
+    lines = [f"Question: {result['question']}", ""]
+    for i, s in enumerate(result["sections"], 1):
+        src = ", ".join(s["sources"]) or "no sources"
+        lines.append(f"{i}. [{s['id']}] {s['title']}  ({s['page']}; {src}; score {s['score']:.4f})")
+        if s["description"]:
+            lines.append(f"   {s['description']}")
+        lines.append(f"   > {quote(s['text'], width)}")
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,919 @@
+"""Source tracing: every claim of an answer → the exact paper passages that support it.
+
+Why this shape (and not the seed's "embed the whole answer, search whole sections"):
+
+* **Per claim.**  An answer mixes facts from several places; one vector for the whole answer
+  averages them away.  The answer is split into sentences (claims, bounded in number and
+  length so a 10,000-word answer costs the same as a 40-sentence one) and each is traced.
+* **Dense and lexical candidates.**  Paraphrase is caught by embeddings (Chroma, scoped with a
+  ``where`` on the papers the answer's wiki sections came from); numbers, names and rare terms
+  by BM25 (the store's FTS5 index, scoped the same way).  Either alone misses what the other
+  finds, so the candidates of both are pooled.
+* **Reranked per claim** by a support score that mixes the cosine similarity with how much of
+  the claim's *information* the passage contains: the IDF-weighted share of the claim's content
+  words found in the passage (a claim's rare words and numbers weigh most, so a claim about a
+  benchmark the papers never mention scores low even when its topic words match), plus a small
+  bonus for a shared run of words (verbatim-ish quotes).
+* **Calibrated threshold.**  A claim whose best passage scores below
+  :data:`SUPPORT_THRESHOLD` is reported in ``unsupported_claims``; the value is calibrated on
+  the gold set by ``benchmarks/bench_trace.py`` (see ``benchmarks/RESULTS-trace.md``).
+
+Passages of reference lists are never traced to (ingest does not embed them, and both searches
+filter ``kind = "references"`` unless asked otherwise).
+
+:class:`Tracer` holds the open stores and the embedder, so a warm process (the HTTP server,
+:class:`episteme.query.chat.QueryEngine`) traces a 3-sentence answer in tens of milliseconds; it is
+safe to share between threads.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import EpistemeError, NotFoundError, UsageError
+from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier
+
+# Bounds: the work of one trace is at most MAX_CLAIMS claims of at most MAX_CLAIM_WORDS words.
+MAX_CLAIMS = 40
+MAX_CLAIM_WORDS = 60
+MIN_CLAIM_WORDS = 3  # shorter fragments ("Yes:", "In short,") are folded into the next claim
+DENSE_K = 24  # dense candidates per claim
+LEXICAL_K = 24  # BM25 candidates per claim
+TOP_PER_CLAIM = 3  # passages reported per claim
+
+# Support of a passage for a claim = W_COS * cosine + W_COVER * IDF-weighted coverage of the
+# claim's content words + W_RUN * shared-run bonus.
+W_COS = 1.0
+W_COVER = 0.5
+W_RUN = 0.1
+# Order of passages for the answer as a whole: best claim support + the claims' support averaged
+# with weights = how much each claim says (its IDF mass, so "Yes." weighs nothing)
+# + W_ANSWER_BM25 x BM25 of the whole answer (normalised to the pool's best) - SUMMARY_PENALTY
+# for abstract / introduction / conclusion passages, which restate results that a body section
+# states in full (when both match, the body is the better citation).
+W_ANSWER_BM25 = 0.25
+# Per claim, passages are ordered by their own support + this x the answer-level score
+# (normalised to the best passage), a coherence prior; the claim's support stays its own.
+CLAIM_CONTEXT_WEIGHT = 0.3
+SUMMARY_PENALTY = 0.06
+SUMMARY_TITLES = re.compile(
+    r"^(abstract|introduction|conclusions?|summary|concluding remarks|discussion and conclusions?|"
+    r"conclusions? and future work)$", re.IGNORECASE)
+SUMMARY_KINDS = ("abstract", "front")
+RUN_FULL = 6  # a shared run of this many words gets the whole run bonus
+#: Claims whose best passage scores below this are reported as unsupported (calibrated in
+#: benchmarks/bench_trace.py on ../shared/data/gold/dev_trace.jsonl; see RESULTS-trace.md).
+SUPPORT_THRESHOLD = 0.68
+
+EXCLUDED_KINDS = ("references",)
+
+_STOP_WORDS = (
+    "a an and are as at be by can do does did for from has have had how in into is it its of on "
+    "or that the their there these this those to was were what when where which who whom why "
+    "with about after also between both each more most other over same such than then they "
+    "them via would could should will may might been being not no so if while because using "
+    "used use uses our we i you he she his her one two any all some only very much many while "
+    "just like thus hence therefore however"
+)
+STOP = frozenset(_STOP_WORDS.split())
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+# ------------------------------------------------------------------------------ text helpers
+
+
+@functools.lru_cache(maxsize=65536)
+def stem(word: str) -> str:
+    """A small suffix stripper, applied to claim and passage words alike (so "gradients" meets
+    "gradient", "scaled" meets "scale", "trains" meets "training").  Not Porter: it only has to
+    be consistent on both sides."""
+    w = word.lower()
+    if len(w) <= 3 or w.isdigit():
+        return w
+    for suffix, repl, min_len in (
+        ("ational", "ate", 8), ("ization", "ize", 8), ("ingly", "", 7), ("ments", "", 7),
+        ("ment", "", 6), ("ness", "", 6), ("ities", "", 7), ("ity", "", 6), ("ies", "y", 5),
+        ("sses", "ss", 5), ("ing", "", 6), ("ed", "", 5), ("ly", "", 5), ("es", "", 5),
+        ("s", "", 4),
+    ):
+        if w.endswith(suffix) and len(w) >= min_len:
+            if suffix == "s" and (w.endswith("ss") or w.endswith("us") or w.endswith("is")):
+                return w
+            return w[: len(w) - len(suffix)] + repl
+    return w
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (hyphenated words split, underscores dropped)."""
+    return [m.group(0).lower() for m in _TOKEN.finditer(text or "")]
+
+
+def content_terms(text: str) -> list[str]:
+    """Distinct stemmed content words of ``text`` in order (stopwords and 1-letter words dropped)."""
+    out: dict[str, None] = {}
+    for w in words(text):
+        if w in STOP or (len(w) == 1 and not w.isdigit()):
+            continue
+        out.setdefault(stem(w), None)
+    return list(out)
+
+
+def longest_common_run(a: Sequence[str], b: Sequence[str] | dict[str, list[int]]) -> int:
+    """Length of the longest run of consecutive words shared by ``a`` and ``b``; ``b`` may be
+    given as its word → positions index (:func:`word_positions`), which callers cache.  The
+    work is proportional to the number of matching word pairs, not ``len(a) * len(b)``."""
+    where = b if isinstance(b, dict) else word_positions(b)
+    if not a or not where:
+        return 0
+    best = 0
+    prev: dict[int, int] = {}
+    for x in a:
+        cur: dict[int, int] = {}
+        for j in where.get(x, ()):
+            n = prev.get(j - 1, 0) + 1
+            cur[j] = n
+            if n > best:
+                best = n
+        prev = cur
+    return best
+
+
+def word_positions(ws: Sequence[str]) -> dict[str, list[int]]:
+    where: dict[str, list[int]] = {}
+    for j, y in enumerate(ws):
+        where.setdefault(y, []).append(j)
+    return where
+
+
+@dataclass
+class Claim:
+    text: str
+    start: int
+    end: int
+
+
+def split_claims(answer: str, *, max_claims: int = MAX_CLAIMS,
+                 max_words: int = MAX_CLAIM_WORDS) -> tuple[list[Claim], int]:
+    """Sentences of ``answer`` as claims: ``(claims, number not traced)``.
+
+    Very short fragments are merged into the following sentence, over-long sentences are cut
+    into ``max_words`` windows, and only the first ``max_claims`` claims are kept: bounded work
+    whatever the input.
+    """
+    from ..pdf.passages import split_sentences
+
+    # citation markers ("[sec_002]") are not part of a claim, and one placed after the period
+    # ("... end. [sec_002] Next ...") would hide the sentence boundary: drop them first
+    text = _CITATION.sub("", answer or "")
+    spans: list[tuple[int, int]] = []
+    for start, end in split_sentences(text):
+        ws = [(m.start() + start, m.end() + start) for m in re.finditer(r"\S+", text[start:end])]
+        for i in range(0, len(ws), max_words):
+            chunk = ws[i:i + max_words]
+            spans.append((chunk[0][0], chunk[-1][1]))
+    merged: list[tuple[int, int]] = []
+    pending: tuple[int, int] | None = None
+    for sp in spans:
+        if pending is not None:
+            sp = (pending[0], sp[1])
+            pending = None
+        if len(words(text[sp[0]:sp[1]])) < MIN_CLAIM_WORDS:
+            pending = sp
+            continue
+        merged.append(sp)
+    if pending is not None:
+        if merged:
+            merged[-1] = (merged[-1][0], pending[1])
+        elif words(text[pending[0]:pending[1]]):
+            merged.append(pending)
+    claims = [Claim(_strip_citations(text[s:e]), s, e) for s, e in merged]
+    claims = [c for c in claims if c.text]
+    return claims[:max_claims], max(0, len(claims) - max_claims)
+
+
+_CITATION = re.compile(r"\s*[\[(]\s*(?:sec_\d{3,}\s*[,;]?\s*)+[\])]")
+
+
+def _strip_citations(text: str) -> str:
+    return " ".join(_CITATION.sub("", text).split())
+
+
+# ---------------------------------------------------------------------------------- scope
+
+
+@dataclass
+class Scope:
+    """Which papers a trace searches, and why."""
+
+    papers: list[str] | None  # None = every ingested paper
+    source: str  # "sections" | "papers" | "all"
+    sections: list[str]
+    sections_without_sources: list[str]
+    missing_papers: list[str]  # named by a section or --papers, but not ingested
+
+    def to_dict(self) -> dict:
+        return {
+            "from": self.source,
+            "papers": self.papers,
+            "sections": self.sections,
+            "sections_without_sources": self.sections_without_sources,
+            "missing_papers": self.missing_papers,
+        }
+
+
+def _known_list(items: Iterable[str], limit: int = 30) -> str:
+    items = sorted(items)
+    shown = ", ".join(items[:limit])
+    more = f" ... (+{len(items) - limit} more)" if len(items) > limit else ""
+    return (shown + more) if items else "(none)"
+
+
+def parse_id_list(value: str | Sequence[str] | None) -> list[str]:
+    """``"a, b,c"`` or ``["a", "b"]`` → ``["a", "b", "c"]`` (empty items dropped, order kept)."""
+    if value is None:
+        return []
+    parts = value.split(",") if isinstance(value, str) else [p for v in value for p in str(v).split(",")]
+    return list(dict.fromkeys(p.strip() for p in parts if p.strip()))
+
+
+# ---------------------------------------------------------------------------------- tracer
+
+
+class Tracer:
+    """Open stores + embedder for tracing answers of one wiki.  Thread-safe.
+
+    ``store``/``vectors``/``embedder`` may be passed in (the query engine shares them);
+    otherwise they are opened from ``settings``.  Raises :class:`EpistemeError` naming
+    ``episteme ingest`` / ``episteme rebuild`` when the stores are missing or empty.
+    """
+
+    def __init__(self, settings, *, embedder=None, store=None, vectors=None):
+        from ..stores.sqlite import Store
+
+        self.settings = settings
+        if store is None:
+            if not Path(settings.sqlite_path).exists():
+                raise EpistemeError(
+                    f"no paper store at {settings.sqlite_path}: ingest papers first "
+                    "(`episteme ingest PAPER.pdf`), or run `episteme rebuild` if raw/ holds them"
+                )
+            store = Store(settings.sqlite_path, readonly=True)
+        self.store = store
+        if embedder is None:
+            from ..stores.embedding import get_embedder
+
+            embedder = get_embedder(settings)
+        self.embedder = embedder
+        self._vectors = vectors  # Chroma, opened only when a paper's matrix must be built
+        from ..stores.tracevectors import PaperMatrices
+
+        self.matrices = PaperMatrices(settings, embedder, self._open_vectors)
+        self._db_lock = threading.Lock()
+        self._df: dict[str, int] = {}
+        self._names: dict[tuple, bool] = {}
+        self._n_passages = 0
+        self._papers: dict[str, str] = {}
+        self._stacked: dict[tuple, tuple] = {}
+        self.reload()
+
+    def _open_vectors(self):
+        if self._vectors is None:
+            from ..stores.vectors import open_vectors
+
+            self._vectors = open_vectors(self.settings, self.embedder)
+        return self._vectors
+
+    def _signature(self) -> tuple:
+        """Changes whenever a paper is ingested, re-ingested or removed (one cheap query)."""
+        with self._db_lock:
+            return tuple(self.store.conn.execute(
+                "SELECT count(*), max(ingested_at), group_concat(sha256) FROM papers").fetchone())
+
+    def reload(self, *, if_changed: bool = False) -> None:
+        """Re-read what is ingested.  :meth:`trace` calls it with ``if_changed`` first, so a
+        long-lived tracer (the server's) sees papers ingested or removed since it was built."""
+        sig = self._signature()
+        if if_changed and sig == getattr(self, "_sig", None):
+            return
+        self._sig = sig
+        with self._db_lock:
+            self._papers = {r[0]: r[1] for r in self.store.conn.execute("SELECT id, sha256 FROM papers")}
+            self._n_passages = int(self.store.conn.execute("SELECT count(*) FROM passages").fetchone()[0])
+            self._df.clear()
+            self._stacked.clear()
+        if not self._papers or not self._n_passages:
+            raise EpistemeError(
+                f"no passages in {self.settings.sqlite_path}: ingest papers first "
+                "(`episteme ingest PAPER.pdf`)"
+            )
+
+    @property
+    def papers(self) -> set[str]:
+        return set(self._papers)
+
+    # -- scope ---------------------------------------------------------------------------------
+
+    def resolve_paper(self, name: str) -> str | None:
+        from ..ingest.pipeline import paper_id_for
+
+        for cand in (name, Path(name).name, paper_id_for(Path(name).name)):
+            if cand in self._papers:
+                return cand
+        return None
+
+    def scope(self, *, sections: Sequence[str] | None = None, papers: Sequence[str] | None = None,
+              index_json: dict[str, list[str]] | None = None) -> Scope:
+        """Resolve ``--sections`` (via ``index.json``) or ``--papers`` to ingested paper ids."""
+        sections = parse_id_list(sections)
+        papers = parse_id_list(papers)
+        if papers:
+            found, missing = [], []
+            for p in papers:
+                pid = self.resolve_paper(p)
+                (found.append(pid) if pid else missing.append(p))
+            if missing:
+                raise NotFoundError(
+                    f"paper(s) not ingested: {', '.join(missing)}; ingested papers: "
+                    f"{_known_list(self._papers)}"
+                )
+            return Scope(list(dict.fromkeys(found)), "papers", sections, [], [])
+        if sections:
+            if index_json is None:
+                from ..wiki.index import read_index_json
+
+                index_json = read_index_json(self.settings.wiki)
+            unknown = [s for s in sections if s not in index_json]
+            if unknown:
+                raise NotFoundError(
+                    f"unknown wiki section id(s): {', '.join(unknown)}; known section ids: "
+                    f"{_known_list(index_json)} (ids come from index.json; `episteme lint --fix` "
+                    "rebuilds it from the pages)"
+                )
+            found, missing, no_sources = [], [], []
+            for sid in sections:
+                srcs = index_json.get(sid) or []
+                if not srcs:
+                    no_sources.append(sid)
+                for src in srcs:
+                    pid = self.resolve_paper(src)
+                    if pid:
+                        found.append(pid)
+                    elif src not in missing:
+                        missing.append(src)
+            return Scope(list(dict.fromkeys(found)), "sections", sections, no_sources, missing)
+        return Scope(None, "all", [], [], [])
+
+    # -- search --------------------------------------------------------------------------------
+
+    def _matrix(self, papers: list[str] | None, include_references: bool):
+        """``(passage ids, float32 matrix)`` of the scoped papers' passages (stacked once per
+        scope and kept, so a warm process pays the stacking once)."""
+        import numpy as np
+
+        scope = sorted(self._papers) if papers is None else sorted(set(papers) & set(self._papers))
+        key = (tuple(scope), tuple(self._papers[p] for p in scope), include_references)
+        with self._db_lock:
+            hit = self._stacked.get(key)
+        if hit is not None:
+            return hit[0], hit[1]
+        mats = self.matrices.get({p: self._papers[p] for p in scope})
+        ids: list[str] = []
+        blocks = []
+        for p in scope:
+            pids, kinds, m = mats[p]
+            keep = [i for i, k in enumerate(kinds) if include_references or k not in EXCLUDED_KINDS]
+            ids.extend(pids[i] for i in keep)
+            blocks.append(m[keep] if len(keep) != len(pids) else m)
+        matrix = np.vstack(blocks) if blocks else np.zeros((0, self.embedder.dim), np.float32)
+        row_of = {pid: j for j, pid in enumerate(ids)}
+        with self._db_lock:
+            if len(self._stacked) > 32:
+                self._stacked.clear()
+            self._stacked[key] = (ids, matrix, row_of)
+        return ids, matrix
+
+    def _rows(self, papers: list[str] | None, include_references: bool) -> dict[str, int]:
+        scope = sorted(self._papers) if papers is None else sorted(set(papers) & set(self._papers))
+        key = (tuple(scope), tuple(self._papers[p] for p in scope), include_references)
+        with self._db_lock:
+            hit = self._stacked.get(key)
+        if hit is None:
+            self._matrix(papers, include_references)
+            with self._db_lock:
+                hit = self._stacked[key]
+        return hit[2]
+
+    def _lexical(self, query: str, papers: list[str] | None, include_references: bool,
+                 limit: int) -> list[str]:
+        from ..stores.sqlite import fts5_quote
+
+        terms = [w for w in words(query) if w not in STOP]
+        q = fts5_quote(" ".join(terms))
+        if not q:
+            return []
+        sql = ("SELECT p.id FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
+               "JOIN sections s ON s.section_id = p.section_id WHERE passages_fts MATCH ?")
+        args: list = [q]
+        if papers is not None:
+            sql += f" AND p.paper_id IN ({','.join('?' * len(papers))})"
+            args.extend(papers)
+        if not include_references:
+            sql += f" AND s.kind NOT IN ({','.join('?' * len(EXCLUDED_KINDS))})"
+            args.extend(EXCLUDED_KINDS)
+        sql += " ORDER BY bm25(passages_fts) LIMIT ?"
+        args.append(int(limit))
+        with self._db_lock:
+            return [r[0] for r in self.store.conn.execute(sql, args)]
+
+    def _anchored(self, claim: str, papers: list[str] | None, include_references: bool,
+                  limit: int = 4) -> list[str]:
+        """Passages containing every number of ``claim`` (FTS phrase per number), or, when no
+        passage has them all, every number but one (so a claim with one wrong value still
+        meets the passage that gives the others)."""
+        from .verify import claim_numbers
+
+        nums = list(dict.fromkeys(n.text for n in claim_numbers(claim) if not n.word))
+        if not nums:
+            return []
+        phrases = ['"' + " ".join(re.findall(r"\d+", n)) + '"' for n in nums]
+        tries = [phrases]
+        if len(phrases) >= 2:
+            tries += [phrases[:i] + phrases[i + 1:] for i in range(len(phrases))]
+        out: list[str] = []
+        for ph in tries:
+            sql = ("SELECT p.id FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
+                   "JOIN sections s ON s.section_id = p.section_id WHERE passages_fts MATCH ?")
+            args: list = [" AND ".join(ph)]
+            if papers is not None:
+                sql += f" AND p.paper_id IN ({','.join('?' * len(papers))})"
+                args.extend(papers)
+            if not include_references:
+                sql += f" AND s.kind NOT IN ({','.join('?' * len(EXCLUDED_KINDS))})"
+                args.extend(EXCLUDED_KINDS)
+            sql += " ORDER BY bm25(passages_fts) LIMIT ?"
+            args.append(limit)
+            with self._db_lock:
+                try:
+                    got = [r[0] for r in self.store.conn.execute(sql, args)]
+                except Exception:
+                    got = []
+            out.extend(g for g in got if g not in out)
+            if got and ph is phrases:
+                break
+        return out[:limit * 2]
+
+    def _doc_freq(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many passages contain each (stemmed) term, via FTS5 (cached per tracer)."""
+        out = {}
+        todo = [t for t in terms if t not in self._df]
+        with self._db_lock:
+            for t in todo:
+                # prefix query: our light stem of "gradients" is "gradient", FTS5's porter
+                # tokens are matched by the prefix, which is close enough for an IDF
+                q = '"' + t.replace('"', '""') + '"' + ("*" if len(t) >= 4 and not t.isdigit() else "")
+                try:
+                    n = self.store.conn.execute(
+                        "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (q,)
+                    ).fetchone()[0]
+                except Exception:
+                    n = 0
+                self._df[t] = int(n)
+            for t in terms:
+                out[t] = self._df[t]
+        return out
+
+    def names_in_scope(self, name: str, papers: list[str] | None) -> bool:
+        """Whether any passage of ``papers`` (None = all) names ``name`` — as written, or with
+        its punctuation and spaces dropped ("BERT-LARGE" = "BERTLARGE"), whole-word."""
+        from .verify import entity_key, normalize, unligature
+
+        key = entity_key(name)
+        if not key:
+            return True
+        ck = (key, tuple(papers) if papers is not None else None, self._sig)
+        with self._db_lock:
+            hit = self._names.get(ck)
+        if hit is not None:
+            return hit
+        pat = re.compile(r"(?<![0-9a-z])" + r"[\s\-'./]?".join(map(re.escape, key))
+                         + r"s?(?![0-9a-z])")
+        # a cheap SQL filter on the first word-ish piece, then the exact check in Python
+        piece = max(re.findall(r"[a-z]+|\d+", unligature(normalize(name)).lower()) or [""], key=len)
+        sql = "SELECT text FROM passages WHERE instr(lower(text), ?) > 0"
+        args: list = [piece]
+        if papers is not None:
+            sql += f" AND paper_id IN ({','.join('?' * len(papers))})"
+            args.extend(papers)
+        found = False
+        with self._db_lock:
+            for (text,) in self.store.conn.execute(sql, args):
+                if pat.search(unligature(normalize(text)).lower()):
+                    found = True
+                    break
+            if len(self._names) > 4096:
+                self._names.clear()
+            self._names[ck] = found
+        return found
+
+    def _idf(self, term: str) -> float:
+        n = self._n_passages
+        return math.log((n + 1) / (self._df.get(term, 0) + 0.5))
+
+    def _passages(self, ids: Sequence[str]) -> dict[str, dict]:
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, dict] = {}
+        with self._db_lock:
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                for r in self.store.conn.execute(
+                    "SELECT p.id, p.paper_id, p.section_id, p.text, p.page, p.char_start, p.char_end, "
+                    "s.section_title, s.kind FROM passages p JOIN sections s ON s.section_id = p.section_id "
+                    f"WHERE p.id IN ({marks})", chunk,
+                ):
+                    out[r[0]] = {
+                        "id": r[0], "paper": r[1], "section_id": r[2], "text": r[3], "page": r[4],
+                        "char_start": r[5], "char_end": r[6], "section": r[7], "kind": r[8],
+                    }
+        return out
+
+    # -- trace ---------------------------------------------------------------------------------
+
+    def trace(self, answer: str, *, sections: Sequence[str] | None = None,
+              papers: Sequence[str] | None = None, top: int = TOP_PER_CLAIM,
+              threshold: float | None = None, include_references: bool = False,
+              index_json: dict[str, list[str]] | None = None) -> dict:
+        """Trace ``answer``.  Returns ``{"claims", "sources", "unsupported_claims", "scope",
+        "threshold", ...}``; see the module docstring."""
+        if not (answer or "").strip():
+            raise UsageError("the answer is empty: there is nothing to trace")
+        threshold = SUPPORT_THRESHOLD if threshold is None else float(threshold)
+        self.reload(if_changed=True)
+        scope = self.scope(sections=sections, papers=papers, index_json=index_json)
+        claims, not_traced = split_claims(answer)
+        result: dict = {
+            "scope": scope.to_dict(),
+            "threshold": threshold,
+            "claims": [],
+            "sources": [],
+            "unsupported_claims": [],
+            "contradicted_claims": [],
+        }
+        if not_traced:
+            result["claims_not_traced"] = not_traced
+            result["warning"] = (f"the answer has more than {MAX_CLAIMS} sentences; only the first "
+                                 f"{MAX_CLAIMS} were traced")
+        if scope.sections_without_sources:
+            result["note"] = ("wiki section(s) without sources: "
+                              f"{', '.join(scope.sections_without_sources)}")
+        if not claims:
+            raise UsageError("the answer has no words to trace")
+        if scope.papers is not None and not scope.papers:
+            # sections whose sources are absent: nothing to search, every claim unsupported
+            for c in claims:
+                result["claims"].append({"claim": c.text, "verdict": UNSUPPORTED, "supported": False,
+                                         "support": 0.0, "passages": [],
+                                         "reason": {"code": "no_source",
+                                                    "text": "no ingested source paper in scope"}})
+                result["unsupported_claims"].append(c.text)
+            result["note"] = ((result.get("note", "") + "; ") if result.get("note") else "") + (
+                "no ingested source paper in scope"
+                + (f" (not ingested: {', '.join(scope.missing_papers)})" if scope.missing_papers else "")
+            )
+            return result
+
+        pool = self.score_pool([c.text for c in claims], scope.papers,
+                               include_references=include_references)
+        answer_score = pool.answer_scores()
+        ranked = [pool.candidates(ci, max(top, EVIDENCE_K)) for ci in range(len(claims))]
+        best: dict[int, int] = {}  # pooled passage -> the claim it supports best
+        best_score: dict[int, float] = {}
+        pos = {pid: j for j, pid in enumerate(pool.ids)}
+        verifier = Verifier(in_scope=lambda name: self.names_in_scope(name, scope.papers),
+                            threshold=threshold)
+        for ci, (c, cands) in enumerate(zip(claims, ranked, strict=True)):
+            support = pool.support(ci)
+            v = verifier.verify(c.text, cands, support=support)
+            order = v["order"] + [i for i in range(len(cands)) if i not in v["order"]]
+            top_hits = [cands[i] for i in order][:max(1, top)]
+            passages = []
+            for rank, h in enumerate(top_hits):
+                q = None
+                if rank == 0 and v.get("span"):
+                    a, b = v["span"]
+                    q = h["text"][a:b].strip()
+                passages.append({**_public(h), "rank": rank + 1,
+                                 "quote": q or self.quote_for(c.text, h["text"])})
+            supported = v["verdict"] == SUPPORTED
+            entry = {
+                "claim": c.text,
+                "verdict": v["verdict"],
+                "supported": supported,
+                "support": round(support, 4),
+                "reason": v["reason"],
+                "passages": passages,
+            }
+            if passages and v["verdict"] != UNSUPPORTED:
+                entry["evidence"] = {"passage_id": passages[0]["passage_id"],
+                                     "quote": passages[0]["quote"]}
+            result["claims"].append(entry)
+            if v["verdict"] == CONTRADICTED:
+                result["contradicted_claims"].append(c.text)
+            if not supported:
+                result["unsupported_claims"].append(c.text)
+                continue
+            for h in top_hits:
+                j = pos[h["id"]]
+                if h["score"] >= threshold and h["score"] > best_score.get(j, -1e9):
+                    best[j], best_score[j] = ci, h["score"]
+        order = sorted(best, key=lambda j: -float(answer_score[j]))
+        result["sources"] = [
+            {**_public(pool.hit(best[j], j)), "claim": pool.claims[best[j]],
+             "quote": self.quote_for(pool.claims[best[j]], pool.info[pool.ids[j]]["text"])}
+            for j in order
+        ]
+        return result
+
+    def quote_for(self, claim: str, passage: str, max_sentences: int = 2) -> str:
+        """The sentence(s) of ``passage`` that carry the support for ``claim``: the sentence
+        covering the most of the claim's IDF-weighted content words (ties: longest shared run),
+        plus the next one when that adds real support, quoted exactly from the passage."""
+        sents = _passage_sentences(passage)
+        if len(sents) <= 1:
+            return passage.strip()
+        weights = {t: self._idf(t) for t in content_terms(claim)}
+        cwords = words(claim)
+        covers = [sum(w for t, w in weights.items() if t in terms) for _a, _b, terms, _pos in sents]
+        i = max(range(len(sents)), key=lambda k: (covers[k], longest_common_run(cwords, sents[k][3]), -k))
+        start, end = sents[i][0], sents[i][1]
+        if max_sentences > 1 and i + 1 < len(sents):
+            both = sents[i][2] | sents[i + 1][2]
+            if sum(w for t, w in weights.items() if t in both) > covers[i] * 1.25:
+                end = sents[i + 1][1]
+        return passage[start:end].strip()
+
+    def score_pool(self, claims: Sequence[str], papers: list[str] | None, *,
+                   include_references: bool = False) -> Pool:
+        """Pool the dense and lexical candidates of every claim (and of the whole answer) and
+        score each claim against each pooled passage."""
+        import numpy as np
+
+        vecs = self.embedder.encode(list(claims)) if claims else np.zeros((0, self.embedder.dim))
+        ids_all, matrix = self._matrix(papers, include_references)
+        # the normalised mean of the claim vectors stands in for the whole answer's vector
+        queries = vecs
+        if len(claims) > 1:
+            mean = vecs.mean(axis=0)
+            queries = np.vstack([vecs, mean / (np.linalg.norm(mean) or 1.0)])
+        pool: dict[str, None] = {}
+        if len(ids_all) and len(queries):
+            sims_all = queries @ matrix.T
+            k = min(DENSE_K, len(ids_all))
+            for row in sims_all:
+                top = np.argpartition(-row, k - 1)[:k]
+                for j in top[np.argsort(-row[top], kind="stable")]:
+                    pool.setdefault(ids_all[int(j)], None)
+        lexical_queries = list(claims) + ([" ".join(claims)] if len(claims) > 1 else [])
+        for q in lexical_queries:
+            for pid in self._lexical(q, papers, include_references, LEXICAL_K):
+                pool.setdefault(pid, None)
+        # passages stating a claim's numbers (a table row rarely shares a claim's wording)
+        anchored_ids = [self._anchored(c, papers, include_references) for c in claims]
+        for ids_c in anchored_ids:
+            for pid in ids_c:
+                pool.setdefault(pid, None)
+        ids = list(pool)
+        info = self._passages(ids)
+        ids = [i for i in ids if i in info]
+        row_of = self._rows(papers, include_references)
+        ids = [i for i in ids if i in row_of]
+        P = matrix[[row_of[i] for i in ids]] if ids else np.zeros((0, self.embedder.dim), np.float32)
+        sim = vecs @ P.T if len(ids) else np.zeros((len(claims), 0), dtype=np.float32)
+        terms_per_claim = [content_terms(c) for c in claims]
+        self._doc_freq({t for ts in terms_per_claim for t in ts})
+        info_mass = np.zeros(len(claims), dtype=np.float32)
+        pindex = [_passage_index(info[i]["text"]) for i in ids]
+        cover_rows: list[list[float]] = []
+        run_rows: list[list[int]] = []
+        for ci, claim in enumerate(claims):
+            weights = [(t, self._idf(t)) for t in terms_per_claim[ci]]
+            total = sum(w for _t, w in weights)
+            info_mass[ci] = total
+            cwords = words(claim)
+            cover_rows.append([sum(w for t, w in weights if t in terms) / (total or 1.0)
+                               for terms, _pos in pindex])
+            run_rows.append([longest_common_run(cwords, pos) for _terms, pos in pindex])
+        shape = (len(claims), len(ids))
+        cover = np.asarray(cover_rows, dtype=np.float32).reshape(shape)
+        run = np.asarray(run_rows, dtype=np.float32).reshape(shape)
+        answer_bm25 = self._bm25(" ".join(claims), ids)
+        score = W_COS * sim + W_COVER * cover + W_RUN * np.minimum(run, RUN_FULL) / RUN_FULL
+        summary = np.asarray([
+            1.0 if info[i]["kind"] in SUMMARY_KINDS or SUMMARY_TITLES.match(_bare_title(info[i]["section"]))
+            else 0.0 for i in ids], dtype=np.float32)
+        pos = {pid: j for j, pid in enumerate(ids)}
+        anchored = [[pos[i] for i in ids_c if i in pos] for ids_c in anchored_ids]
+        return Pool(list(claims), ids, info, sim, cover, run, score, info_mass, answer_bm25, summary,
+                    anchored)
+
+    def _bm25(self, query: str, ids: Sequence[str]):
+        """BM25 of ``query`` for each passage id (0 where no term matches)."""
+        import numpy as np
+
+        from ..stores.sqlite import fts5_quote
+
+        out = np.zeros(len(ids), dtype=np.float32)
+        q = fts5_quote(" ".join(w for w in words(query) if w not in STOP))
+        if not q or not ids:
+            return out
+        pos = {pid: j for j, pid in enumerate(ids)}
+        with self._db_lock:
+            for start in range(0, len(ids), 500):
+                chunk = list(ids[start:start + 500])
+                marks = ",".join("?" * len(chunk))
+                for pid, sc in self.store.conn.execute(
+                    "SELECT p.id, -bm25(passages_fts) FROM passages_fts JOIN passages p ON "
+                    f"p.pk = passages_fts.rowid WHERE passages_fts MATCH ? AND p.id IN ({marks})",
+                    [q, *chunk],
+                ):
+                    out[pos[pid]] = float(sc)
+        return out
+
+    def rank_claims(self, claims: Sequence[str], papers: list[str] | None, *,
+                    include_references: bool = False) -> list[list[dict]]:
+        """For each claim, pooled passages best first, each with ``score`` (support),
+        ``similarity`` (cosine), ``coverage`` and ``run``."""
+        return self.score_pool(claims, papers, include_references=include_references).ranked()
+
+
+@dataclass
+class Pool:
+    """Every claim scored against every pooled candidate passage (matrices claims × passages)."""
+
+    claims: list[str]
+    ids: list[str]
+    info: dict[str, dict]
+    sim: object
+    cover: object
+    run: object
+    score: object
+    mass: object  # per claim: the summed IDF of its content words (how much it says)
+    answer_bm25: object  # per passage: BM25 of the whole answer
+    summary: object  # per passage: 1 for abstract / introduction / conclusion passages
+    anchored: list[list[int]] | None = None  # per claim: pooled passages stating its numbers
+
+    def candidates(self, ci: int, k: int) -> list[dict]:
+        """Claim ``ci``'s ``k`` best passages, plus the passages that state all (or all but one)
+        of its numbers: what the verifier reads."""
+        out = self.ranked(limit=k)[ci] if k else []
+        seen = {h["id"] for h in out}
+        for pj in (self.anchored or [[]] * len(self.claims))[ci]:
+            if self.ids[pj] not in seen:
+                out.append(self.hit(ci, pj))
+                seen.add(self.ids[pj])
+        return out
+
+    def hit(self, ci: int, pj: int) -> dict:
+        return {**self.info[self.ids[pj]], "similarity": float(self.sim[ci, pj]),
+                "coverage": float(self.cover[ci, pj]), "run": int(self.run[ci, pj]),
+                "score": float(self.score[ci, pj])}
+
+    def support(self, ci: int) -> float:
+        """How well the best passage supports claim ``ci`` (its own score, no context)."""
+        return float(self.score[ci].max()) if len(self.ids) else 0.0
+
+    def ranked(self, limit: int | None = None) -> list[list[dict]]:
+        """Each claim's passages, best first: the claim's own score plus a small prior for
+        passages that support the rest of the answer too (answers usually come from one place,
+        so among near-equal passages the one that fits the whole answer is the better cite)."""
+        import numpy as np
+
+        ctx = np.zeros(len(self.ids), dtype=np.float32)
+        if len(self.claims) > 1 and len(self.ids):
+            agg = self.answer_scores()
+            top = float(agg.max())
+            ctx = agg / top if top > 0 else ctx
+        out = []
+        for ci in range(len(self.claims)):
+            order = np.argsort(-(self.score[ci] + CLAIM_CONTEXT_WEIGHT * ctx), kind="stable")[:limit]
+            out.append([self.hit(ci, int(pj)) for pj in order])
+        return out
+
+    def answer_order(self) -> list[int]:
+        """Pooled passages ordered for the answer as a whole (best first)."""
+        import numpy as np
+
+        agg = self.answer_scores()
+        return [int(j) for j in np.argsort(-agg, kind="stable")]
+
+    def answer_scores(self):
+        """Per pooled passage, how well it supports the answer as a whole."""
+        import numpy as np
+
+        if not self.ids or not self.claims:
+            return np.zeros(len(self.ids), dtype=np.float32)
+        mass = np.asarray(self.mass, dtype=np.float32)
+        w = mass / mass.sum() if mass.sum() > 0 else np.full(len(mass), 1.0 / len(mass), np.float32)
+        bm = np.asarray(self.answer_bm25, dtype=np.float32)
+        bm = bm / bm.max() if bm.max() > 0 else bm
+        return (self.score.max(axis=0) + (w[:, None] * self.score).sum(axis=0)
+                + W_ANSWER_BM25 * bm - SUMMARY_PENALTY * self.summary)
+
+
+def _bare_title(section_title: str) -> str:
+    """"1 Introduction" / "5. Conclusions" -> "Introduction" / "Conclusions"."""
+    return re.sub(r"^[\dIVXivx.]+\s+", "", (section_title or "").strip()).strip()
+
+
+_TEXT_CACHE: dict[str, tuple[frozenset[str], dict[str, list[int]]]] = {}
+_TEXT_CACHE_LOCK = threading.Lock()
+
+
+def _passage_index(text: str) -> tuple[frozenset[str], dict[str, list[int]]]:
+    """A passage's stemmed term set and word positions, computed once per passage text (a warm
+    process sees the same passages again and again)."""
+    hit = _TEXT_CACHE.get(text)
+    if hit is None:
+        ws = words(text)
+        hit = (frozenset(stem(w) for w in ws), word_positions(ws))
+        with _TEXT_CACHE_LOCK:
+            if len(_TEXT_CACHE) > 20_000:
+                _TEXT_CACHE.clear()
+            _TEXT_CACHE[text] = hit
+    return hit
+
+
+_SENT_CACHE: dict[str, list[tuple[int, int, frozenset[str], dict[str, list[int]]]]] = {}
+
+
+def _passage_sentences(text: str) -> list[tuple[int, int, frozenset[str], dict[str, list[int]]]]:
+    """A passage's sentences as ``(start, end, stemmed terms, word positions)``, cached."""
+    hit = _SENT_CACHE.get(text)
+    if hit is None:
+        from ..pdf.passages import split_sentences
+
+        hit = []
+        for a, b in split_sentences(text):
+            ws = words(text[a:b])
+            hit.append((a, b, frozenset(stem(w) for w in ws), word_positions(ws)))
+        with _TEXT_CACHE_LOCK:
+            if len(_SENT_CACHE) > 20_000:
+                _SENT_CACHE.clear()
+            _SENT_CACHE[text] = hit
+    return hit
+
+
+def _public(h: dict) -> dict:
+    """What the JSON output shows of one scored passage."""
+    return {
+        "paper": h["paper"],
+        "section": h["section"],
+        "section_id": h["section_id"],
+        "page": h["page"],
+        "passage": h["text"],
+        "passage_id": h["id"],
+        "similarity": round(float(h["similarity"]), 4),
+        "score": round(float(h["score"]), 4),
+    }
+
+
+def quote(text: str, limit: int = 400) -> str:
+    """A passage for display: one line, cut at a word boundary with an ellipsis."""
+    one = " ".join((text or "").split())
+    if len(one) <= limit:
+        return one
+    cut = one[:limit].rsplit(" ", 1)[0]
+    return cut + " …"
+
+
+def format_trace_text(result: dict) -> str:
+    """A trace result for people: each claim with its verdict and the reason, then its
+    passages best first — the first one's quote is the span the verdict rests on."""
+    lines: list[str] = []
+    label = {"supported": "supported", "contradicted": "CONTRADICTED", "unsupported": "UNSUPPORTED"}
+    for i, c in enumerate(result.get("claims", []), 1):
+        verdict = c.get("verdict") or ("supported" if c["supported"] else "unsupported")
+        lines.append(f"{i}. {c['claim']}  [{label.get(verdict, verdict)}, support {c['support']:.2f}]")
+        if c.get("reason") and verdict != "supported":
+            lines.append(f"   why: {c['reason']['text']}")
+        shown = c["passages"] if verdict == "supported" else c["passages"][:1]
+        for rank, p in enumerate(shown, 1):
+            lines.append(f"   [{rank}] {p['paper']}, {p['section']}, p. {p['page']} "
+                         f"(similarity {p['similarity']:.2f}, score {p['score']:.2f})")
+            mark = "contradicting quote" if verdict == "contradicted" and rank == 1 else ""
+            lines.append(f"     > {quote(p.get('quote') or p['passage'])}" + (f"  ({mark})" if mark else ""))
+    n_contra = len(result.get("contradicted_claims") or [])
+    n_uns = len(result.get("unsupported_claims") or []) - n_contra
+    if result.get("claims"):
+        lines.append(f"verdicts: {len(result['claims']) - n_contra - n_uns} supported, {n_contra} "
+                     f"contradicted, {n_uns} unsupported")
+    for key in ("warning", "note"):
+        if result.get(key):
+            lines.append(f"{key}: {result[key]}")
+    return "\n".join(lines) + "\n"

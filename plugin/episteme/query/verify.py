@@ -1,0 +1,1146 @@
+"""Offline claim verification: does the evidence *say* what the claim says?
+
+Similarity finds the passage a claim is about; it cannot tell "27.3 BLEU" from "28.4 BLEU", a
+swapped language pair, an added "not" or a reversed "higher".  This module compares what a claim
+asserts with the text of its candidate passages, deterministically (no model, no LLM):
+
+* **Numbers** (:func:`numbers_in`): values with their format and scale read the same way on
+  both sides (``28.4`` = ``28.40``; ``86.3%`` = ``0.863``; ``37,000`` = ``37000`` = pypdf's
+  ``37, 000``; ``4.5 million`` = ``4.5M``; ``3/4`` = the ``3 4`` a superscript fraction becomes;
+  number words; ``a third`` = 1/3; a value inside a stated range ``2-4``).  A claim number the
+  evidence does not contain makes the claim contradicted when the passage is about the same
+  thing and gives another value, unsupported otherwise.
+* **Named things** (:func:`entities_in`), recognised by *form*, not by a list: tokens mixing
+  letters and digits (``ResNet-152``, ``P4``, ``CoNLL-2012``), mixed-case or all-caps tokens
+  (``ViT``, ``MNIST``), capitalised words inside a sentence, ``X-to-Y`` pairs (direction kept:
+  ``English-to-German`` = ``English-German`` ≠ ``German-English``).  A name no passage in scope
+  contains makes the claim unsupported; a name replaced in the evidence by a *sibling* (same
+  shape and a shared prefix or suffix: ``ViT-Large``/``ViT-Huge``, ``RNNsearch-50``/
+  ``RNNencdec-50``, ``English-German``/``English-French``) makes it contradicted.
+* **Bindings**: a claim value must belong to the claim's name in the evidence.  Three readings
+  of the evidence's layout: the nearest preceding sibling name (table rows: ``ViT-Large 24 1024
+  ... ViT-Huge 32 ...``), table columns (a header run of names, then rows of as many cells), and
+  parallel order (``on A and B ... x y``).  Roles (``the generator used X, the discriminator
+  Y``) are checked the same way with word siblings (``generator``/``discriminator``,
+  ``input``/``output``).
+* **Negation** (``not``, ``no``, ``never``, ``without``, ``n't``, ``free of`` ...) near the
+  shared content words of the claim and its best evidence sentence must agree.
+* **Comparisons**: ``higher/lower``, ``more/less``, ``better/worse``, ``faster/slower``,
+  ``outperforms/underperforms``, ``rises/falls`` ... compared by direction, with the sides of the
+  comparison (which shared words stand before and after the comparative) and with quantities
+  where more is worse (error, loss, cost, time ...) turning "higher" into "worse".
+
+Every verdict comes with a ``reason`` ``{code, text}`` and the exact ``quote`` (a span of the
+passage, verbatim) that supports or contradicts the claim.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+SUPPORTED, CONTRADICTED, UNSUPPORTED = "supported", "contradicted", "unsupported"
+VERDICTS = (SUPPORTED, CONTRADICTED, UNSUPPORTED)
+
+#: Distinct claim words a negation's scope must hold in the two most on-topic sentences (2 in
+#: the others) before the passage counts as denying a positive claim.
+NEG_MIN_HITS = 2
+#: How many of a claim's ranked passages the verifier reads.
+EVIDENCE_K = 6
+#: Share of the claim's content words a passage sentence must contain before its negation or
+#: comparison is held against the claim (below it the sentence may be about something else).
+TOPIC_COVER = 0.4
+#: The claim's non-numeric content words a passage must share before a missing number counts
+#: as *contradicted* rather than *unsupported*.
+NUMBER_TOPIC_COVER = 0.45
+
+_ONE = str.maketrans({"’": "'", "‘": "'", "−": "-", "–": "-", "—": "-", "“": '"', "”": '"',
+                      "\u00a0": " ", "\u2009": " ", "\u202f": " "})
+_LIG = str.maketrans({"ﬁ": "fi", "ﬂ": "fl", "ﬀ": "ff", "ﬃ": "ffi", "ﬄ": "ffl"})
+
+
+def normalize(text: str) -> str:
+    """Typographic quotes, dashes and odd spaces to their plain forms, one character for one,
+    so offsets into the result are offsets into ``text`` (quotes are cut from the original)."""
+    return (text or "").translate(_ONE)
+
+
+def unligature(text: str) -> str:
+    """``ﬁ`` → ``fi`` and friends (changes lengths: for matching words only)."""
+    return (text or "").translate(_LIG)
+
+
+# ------------------------------------------------------------------------------------ numbers
+
+_NUM_WORDS = {
+    "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+    "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15,
+    "sixteen": 16, "seventeen": 17, "eighteen": 18, "nineteen": 19, "twenty": 20, "thirty": 30,
+    "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
+    "hundred": 100, "twice": 2, "thrice": 3, "double": 2, "triple": 3,
+}
+_FRACTION_WORDS = {"half": 0.5, "third": 1 / 3, "quarter": 0.25, "fourth": 0.25, "fifth": 0.2}
+_SCALE = {"k": 1e3, "thousand": 1e3, "m": 1e6, "million": 1e6, "mio": 1e6, "b": 1e9,
+          "billion": 1e9, "bn": 1e9, "t": 1e12, "trillion": 1e12}
+_NUM = re.compile(
+    r"(?<![\w.])(?<![A-Za-z]-)(?<![A-Za-z]/)"
+    r"(?P<num>\d{1,3}(?:,\s?\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+    r"(?P<exp>[eE]-?\d+)?"
+    r"(?:\s?(?P<pct>%|percent\b))?"
+    r"(?:\s?(?P<scale>[kKMB](?![A-Za-z])|thousand\b|million\b|billion\b|trillion\b|bn\b))?"
+    r"(?![A-Za-z])"
+)
+_WORD_NUM = re.compile(r"\b(?P<pre>an?\s+|one\s+)?(?P<w>" + "|".join(
+    sorted(list(_NUM_WORDS) + list(_FRACTION_WORDS), key=len, reverse=True)) + r")s?\b", re.IGNORECASE)
+_HEDGE = re.compile(r"\b(about|roughly|approximately|around|nearly|almost|close to|some|over|~)\s*$",
+                    re.IGNORECASE)
+_REFS = re.compile(r"\[\d{1,3}(?:\s*[,;\u2013-]\s*\d{1,3})*\]")
+_LABEL_BEFORE = re.compile(r"(?:^|(?<=[\s(]))[A-Z][a-z]{2,}\.?\s?$")
+_FRAC = re.compile(r"(?<![\w./])(\d{1,2})\s?/\s?(\d{1,2})(?![\w/])")
+_RANGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s?(?:-|to)\s?(\d+(?:\.\d+)?)(?![\w.])")
+
+
+@dataclass
+class Num:
+    """One number as written: ``values`` are its readings (the value, and scaled/percent forms)."""
+
+    text: str
+    start: int
+    end: int
+    values: frozenset[float]
+    word: bool = False  # written as a word ("three")
+    lo: float | None = None  # a range "2-4" also carries its bounds
+    hi: float | None = None
+    hedged: bool = False  # "about 90%", "roughly 4.5M": stated to its precision only
+
+
+def _key(x: float) -> float:
+    return float(f"{x:.6g}")
+
+
+def _readings(value: float, pct: bool, scale: str | None) -> frozenset[float]:
+    out = {value}
+    if pct:
+        out.add(value / 100.0)
+    if scale:
+        out.add(value * _SCALE[scale.lower()])
+    return frozenset(_key(v) for v in out)
+
+
+def numbers_in(text: str, *, evidence: bool = False) -> list[Num]:
+    """See :func:`_numbers`; passage readings are cached (they never change)."""
+    return list(_numbers_cached(text)) if evidence else _numbers(text)
+
+
+@functools.lru_cache(maxsize=8192)
+def _numbers_cached(text: str) -> tuple[Num, ...]:
+    return tuple(_numbers(text, evidence=True))
+
+
+def _numbers(text: str, *, evidence: bool = False) -> list[Num]:
+    """The numbers of ``text`` with their spans.  With ``evidence`` (passage text) a comma group
+    with a space (pypdf's ``508, 305``) is read both as one number and as two, and two adjacent
+    small integers (a superscript fraction ``3 4``) also as their quotient."""
+    text = normalize(text)
+    # citation markers ("[23]", "[19, 9]") are not values: blank them, keeping offsets
+    text = _REFS.sub(lambda m: " " * len(m.group(0)), text)
+    out: list[Num] = []
+    for m in _NUM.finditer(text):
+        raw = m.group("num")
+        if _LABEL_BEFORE.search(text, 0, m.start()) and re.fullmatch(r"\d{1,2}", m.group(0)):
+            continue  # "Table 2", "Figure 4", "Study 1": a name, not a value
+        if not evidence and re.search(r",\s", raw):
+            # in a claim "10, 100" is a list: read the first group alone
+            first = raw.split(",")[0]
+            out.append(Num(first, m.start(), m.start() + len(first), _readings(float(first), False, None)))
+            continue
+        try:
+            value = float(raw.replace(",", "").replace(" ", "") + (m.group("exp") or ""))
+        except ValueError:
+            continue
+        vals = set(_readings(value, bool(m.group("pct")), m.group("scale")))
+        if re.fullmatch(r"\d\d", raw) and text[max(0, m.start() - 1):m.start()] == "'":
+            vals.add(_key(2000 + value if value < 50 else 1900 + value))  # WMT'14 = 2014
+        if evidence and re.search(r",\s", raw):
+            for part in raw.split(","):
+                part = part.strip()
+                if part:
+                    vals.add(_key(float(part)))
+        out.append(Num(m.group(0), m.start(), m.end(), frozenset(vals)))
+    for m in _FRAC.finditer(text):
+        a, b = int(m.group(1)), int(m.group(2))
+        if b and a < b:  # 3/4, not 86.7/85.9 (those are two numbers, read above)
+            if not evidence:  # in a claim the fraction is one value, not its two parts
+                out = [n for n in out if not (m.start() <= n.start < m.end())]
+            out.append(Num(m.group(0), m.start(), m.end(), frozenset({_key(a / b)})))
+    for m in _WORD_NUM.finditer(text):
+        w = m.group("w").lower()
+        if w in _FRACTION_WORDS:
+            if not m.group("pre") and w != "half":
+                continue  # "third" alone is an ordinal ("the third layer"), not a fraction
+            if text[m.end():m.end() + 1] == "-":
+                continue  # "half-size", "third-party"
+            val = _FRACTION_WORDS[w]
+        else:
+            val = float(_NUM_WORDS[w])
+            before = text[max(0, m.start() - 5):m.start()].lower()
+            if before.endswith("all "):
+                continue  # "all three" counts the things just named, it states no new value
+        out.append(Num(m.group(0), m.start(), m.end(), frozenset({_key(val)}), word=True))
+    if not evidence:
+        for n in out:
+            n.hedged = bool(_HEDGE.search(text[max(0, n.start - 25):n.start]))
+    if evidence:
+        ints = [n for n in out if not n.word and re.fullmatch(r"\d{1,2}", n.text)]
+        for a, b in zip(ints, ints[1:], strict=False):
+            if text[a.end:b.start].strip() == "" and int(a.text) < int(b.text):
+                out.append(Num(text[a.start:b.end], a.start, b.end,
+                               frozenset({_key(int(a.text) / int(b.text))})))
+        for m in _RANGE.finditer(text):
+            lo, hi = float(m.group(1)), float(m.group(2))
+            if lo < hi:
+                out.append(Num(m.group(0), m.start(), m.end(), frozenset(), lo=lo, hi=hi))
+    out.sort(key=lambda n: n.start)
+    return out
+
+
+def claim_numbers(claim: str) -> list[Num]:
+    """The values a claim asserts (its numbers, labels such as "Table 2" left out)."""
+    return numbers_in(claim)
+
+
+def number_matches(claim_num: Num, ev: Num) -> bool:
+    """Same value in any reading (28.4 = 28.40, 86.3% = 0.863), or inside a stated range; a
+    hedged claim value ("about 90%") also matches the evidence rounded to its precision."""
+    if claim_num.values & ev.values:
+        return True
+    if claim_num.hedged and not claim_num.word and ev.lo is None:
+        digits = len(claim_num.text.split(".")[1].rstrip("%kKMB ")) if "." in claim_num.text else 0
+        for cv in claim_num.values:
+            for v in ev.values:
+                if v and abs(round(v, digits) - cv) < 1e-9 and abs(v - cv) / abs(v) < 0.05:
+                    return True
+    if ev.lo is not None and ev.hi is not None:
+        return any(ev.lo <= v <= ev.hi for v in claim_num.values)
+    return False
+
+
+# ----------------------------------------------------------------------------------- entities
+
+_TOKEN = re.compile(r"[^\s,;:()\[\]{}\"]+")
+_STRIP_LEAD = "'\"([{<*"
+_STRIP_TRAIL = ".,;:!?)]}>'\"*"
+_PAIR = re.compile(r"\b([A-Z][a-z]+)(?:-to-|\s+to\s+|\s?→\s?|-)([A-Z][a-z]+)\b")
+
+
+@dataclass
+class Ent:
+    """A named thing as written, its matching key (lower-case, letters and digits only; an
+    ``X-to-Y`` pair as ``x-y``) and its span."""
+
+    text: str
+    key: str
+    start: int
+    end: int
+
+
+def entity_key(token: str) -> str:
+    t = unligature(normalize(token))
+    t = re.sub(r"(?i)-to-", "-", t)
+    return re.sub(r"[^0-9a-z]", "", t.lower())
+
+
+def _is_entity(tok: str, initial: bool) -> bool:
+    letters = [c for c in tok if c.isalpha()]
+    if len(letters) < 1 or len(tok) < 2:
+        return False
+    first_digit = next((i for i, c in enumerate(tok) if c.isdigit()), None)
+    if first_digit is not None:
+        # letters then digits: ResNet-152, P4, CoNLL-2012, v1.1, GPT-4o (not 10-crop, 2D)
+        return any(c.isalpha() for c in tok[:first_digit]) and not re.fullmatch(r"\d+[eE]-?\d+", tok)
+    if len(letters) >= 2 and any(c.isupper() for c in tok[1:]):
+        return True  # ViT, MNIST, SciBERT, BERT-LARGE
+    # a capitalised word inside a sentence: Treebank, Chrome, English-German
+    return tok[0].isupper() and not initial
+
+
+def entities_in(text: str) -> list[Ent]:
+    """Named things of ``text`` by form (see the module docstring), in order (cached: a warm
+    process meets the same passages again and again)."""
+    return list(_entities_cached(text))
+
+
+@functools.lru_cache(maxsize=8192)
+def _entities_cached(text: str) -> tuple[Ent, ...]:
+    return tuple(_entities(text))
+
+
+def _entities(text: str) -> list[Ent]:
+    text = normalize(text)
+    out: list[Ent] = []
+    prev_end_char = "."
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0)
+        s, e = m.start(), m.end()
+        while tok and tok[0] in _STRIP_LEAD:
+            tok, s = tok[1:], s + 1
+        while tok and tok[-1] in _STRIP_TRAIL:
+            tok, e = tok[:-1], e - 1
+        before = text[max(0, m.start() - 3):m.start()].strip()
+        initial = prev_end_char in ".!?:" or not before or before[-1:] in ".!?:"
+        prev_end_char = m.group(0)[-1]
+        if not tok or not _is_entity(tok, initial):
+            continue
+        if tok.lower() in _CAP_FUNCTION:
+            continue
+        key = entity_key(tok)
+        if len(key) >= 2:
+            out.append(Ent(tok, key, s, e))
+    return out
+
+
+# capitalised function words that open clauses or titles (never names)
+_CAP_FUNCTION = frozenset(
+    ["the", "a", "an", "in", "on", "of", "for", "and", "or", "but", "to", "with", "by", "from", "at", "as", "is", "are", "was", "were", "this", "that", "these", "those", "it", "its", "we", "our", "their", "they", "he", "she", "when", "where", "which", "while", "whereas", "however", "also", "table", "figure", "section", "fig", "eq", "equation"]
+)
+
+
+def shape(key_text: str) -> str:
+    """Character classes with runs collapsed: ``ViT-Large`` → ``XxX-Xx``."""
+    out = []
+    for c in key_text:
+        k = "X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c
+        if not out or out[-1] != k:
+            out.append(k)
+    return "".join(out)
+
+
+def _common_prefix(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def siblings(a: Ent | str, b: Ent | str, *, min_affix: int = 2) -> bool:
+    """Two different names of the same kind, told apart by form: the same shape and a shared
+    prefix or suffix (``ViT-Large``/``ViT-Huge``, ``P3``/``P4``, ``English-German``/
+    ``English-French``, ``RNNsearch-50``/``RNNencdec-50``)."""
+    ta, tb = (a.text if isinstance(a, Ent) else a), (b.text if isinstance(b, Ent) else b)
+    ka, kb = entity_key(ta), entity_key(tb)
+    if not ka or not kb or ka == kb or ka.rstrip("s") == kb.rstrip("s"):
+        return False
+    if shape(normalize(ta).replace("-to-", "-")) != shape(normalize(tb).replace("-to-", "-")):
+        return False
+    if re.sub(r"\d", "0", ka) == re.sub(r"\d", "0", kb) and re.search(r"[a-z]", ka):
+        return True  # told apart by digits only: P3/P4, VGG-16/VGG-19, CoNLL-2003/CoNLL-2012
+    if min_affix >= 3 and ka.isalpha() and kb.isalpha() and ka.islower() and kb.islower() \
+            and ta.islower() and tb.islower():
+        # plain words (roles): generator/discriminator, input/output
+        return _common_prefix(ka, kb) >= min_affix or _common_prefix(ka[::-1], kb[::-1]) >= min_affix
+    return _common_prefix(ka, kb) >= max(3, min_affix)  # names: ViT-Large/ViT-Huge, not ResNet/ImageNet
+
+
+# ----------------------------------------------------------------------------- words, cues
+
+_WORD = re.compile(r"[^\W_]+(?:'t)?", re.UNICODE)
+
+_NEG_CUES = frozenset(["not", "no", "never", "without", "none", "neither", "nor", "cannot", "nothing", "lack", "lacks", "lacking", "absence"])
+_NEG_MULTI = (("free", "of"),)
+# verbs that state an absence ("discarded", "excludes"): negations in other words
+_PRIVATIVE = frozenset(["exclude", "excludes", "excluded", "excluding", "omit", "omits", "omitted", "discard", "discards", "discarded", "remove", "removes", "removed", "removing", "drop", "drops", "dropped", "dropping", "lack", "lacks", "lacked", "avoid", "avoids", "avoided", "fail", "fails", "failed", "absent"])
+_CLAUSE_BREAK = frozenset(["but", "although", "though", "whereas", "while", "however", "instead", "unlike"])
+
+# comparative cues: +1 = more / better for the subject, -1 = less / worse
+_MAG_CUES = {
+    "higher": 1, "more": 1, "greater": 1, "larger": 1, "bigger": 1, "increase": 1, "increases": 1,
+    "increased": 1, "rises": 1, "rise": 1, "rose": 1, "grows": 1, "exceeds": 1, "exceed": 1,
+    "lower": -1, "less": -1, "fewer": -1, "smaller": -1, "decrease": -1, "decreases": -1,
+    "decreased": -1, "reduces": -1, "reduce": -1, "reduced": -1, "falls": -1, "fall": -1,
+    "fell": -1, "drops": -1, "drop": -1, "shrinks": -1,
+}
+_GOOD_CUES = {
+    "better": 1, "best": 1, "outperforms": 1, "outperform": 1, "outperformed": 1, "superior": 1,
+    "faster": 1, "cheaper": 1, "improves": 1, "improve": 1, "improved": 1, "beats": 1, "stronger": 1,
+    "worse": -1, "worst": -1, "underperforms": -1, "underperform": -1, "underperformed": -1,
+    "inferior": -1, "slower": -1, "costlier": -1, "degrades": -1, "degrade": -1, "weaker": -1,
+    "hurts": -1,
+}
+def _inflect(cues: dict[str, int]) -> dict[str, int]:
+    """Add the -s / -ed / -ing forms of the verb cues ("outperforming", "reducing")."""
+    out = dict(cues)
+    for w, v in cues.items():
+        if w.endswith(("er", "est")) or w in ("more", "less", "fewer", "superior", "inferior"):
+            continue
+        base = w[:-1] if w.endswith("s") and not w.endswith("ss") else w
+        stem_ = base[:-1] if base.endswith("e") else base
+        for form in (base, base + "s", stem_ + "ed", stem_ + "ing", base + "d"):
+            out.setdefault(form, v)
+    return out
+
+
+_MAG_CUES = _inflect(_MAG_CUES)
+_GOOD_CUES = _inflect(_GOOD_CUES)
+# quantities where more is worse: "higher error" = worse, "fewer FLOPs" = cheaper
+_BAD_QUANTITIES = frozenset(["error", "errors", "err", "loss", "losses", "cost", "costs", "complexity", "time", "latency", "perplexity", "flops", "memory", "overhead", "runtime"])
+
+
+@functools.lru_cache(maxsize=8192)
+def _tokens(text: str) -> tuple[tuple[str, int, int], ...]:
+    return tuple((m.group(0).lower(), m.start(), m.end())
+                 for m in _WORD.finditer(unligature(normalize(text))))
+
+
+def negated_near(text: str, terms: set[str], *, min_hits: int = 1) -> tuple[bool, int | None]:
+    """Whether a negation cue stands within 4 words before one of ``terms`` (stemmed content
+    words) — or within 2 after, for "X is absent" / "no X" styles; returns the cue's offset."""
+    from .trace import stem
+
+    toks = _tokens(text)
+    norm = unligature(normalize(text))
+    hits = [i for i, (w, _s, _e) in enumerate(toks) if stem(w) in terms]
+    for i, (w, s, _e) in enumerate(toks):
+        cue = w in _NEG_CUES or w.endswith("n't")
+        if not cue:
+            cue = any(w == a and i + 1 < len(toks) and toks[i + 1][0] == b for a, b in _NEG_MULTI)
+        if not cue:
+            continue
+        # the cue's scope: to the end of its clause (a comma, semicolon, period or a
+        # contrastive conjunction), at most 12 words
+        end = i + 1
+        while end < len(toks) and end - i <= 12:
+            if re.search(r"[,;.:]", norm[toks[end - 1][2]:toks[end][1]]) or toks[end][0] in _CLAUSE_BREAK:
+                break
+            end += 1
+        inside = {toks[h][0] for h in hits if i < h < end or 0 < i - h <= 2}
+        if len(inside) >= min_hits:
+            return True, s
+    return False, None
+
+
+def _privative_near(text: str, terms: set[str]) -> bool:
+    """A verb of absence ("discarded", "excludes") next to the claim's words: the text denies
+    something without a "not"."""
+    from .trace import stem
+
+    toks = _tokens(text)
+    for i, (w, _s, _e) in enumerate(toks):
+        if w in _PRIVATIVE and any(stem(t[0]) in terms for t in toks[max(0, i - 3):i + 5] if t[0] != w):
+            return True
+    return False
+
+
+def _negated_terms(text: str, cue_at: int | None, n: int = 2) -> set[str]:
+    """The first ``n`` content words after the negation cue at offset ``cue_at``."""
+    from .trace import STOP, stem
+
+    if cue_at is None:
+        return set()
+    out: list[str] = []
+    for w, s, _e in _tokens(text):
+        if s <= cue_at or w in STOP or w in _NEG_CUES or w.endswith("n't") or len(w) < 3:
+            continue
+        out.append(stem(w))
+        if len(out) >= n:
+            break
+    return set(out)
+
+
+def _denied_stated(claim: str, cue_at: int | None, sentence: str) -> bool:
+    """Whether ``sentence`` states what the claim denies: the word the claim negates and at
+    least two thirds of the four content words after the negation are all there."""
+    first = _negated_terms(claim, cue_at, 1)
+    window = _negated_terms(claim, cue_at, 4)
+    have = _stems(sentence)
+    return bool(first) and first <= have and len(window & have) * 3 >= 2 * len(window)
+
+
+@dataclass
+class Comparison:
+    sign: int  # +1 the subject is more/better, -1 less/worse
+    kind: str  # "mag" | "good"
+    cue: str
+    at: int  # token index
+    bad_quantity: bool  # the compared quantity is one where more is worse
+
+
+_ADJ_CUE = re.compile(r"(er|est)$|^(more|less|fewer|superior|inferior)$")
+
+
+def comparisons(text: str) -> list[Comparison]:
+    """The comparatives of ``text``: verbs (outperforms, reduces, rises) always; adjectives and
+    adverbs (higher, better, more) only in a comparison proper, with a "than" within 5 words
+    ("more layers" states no comparison)."""
+    toks = _tokens(text)
+    out = []
+    for i, (w, _s, _e) in enumerate(toks):
+        if w not in _GOOD_CUES and w not in _MAG_CUES:
+            continue
+        if _ADJ_CUE.search(w) and not any(t[0] == "than" for t in toks[i + 1:i + 6]):
+            continue
+        if w in _GOOD_CUES:
+            out.append(Comparison(_GOOD_CUES[w], "good", w, i, False))
+        else:
+            window = [t[0] for t in toks[max(0, i - 3):i + 4]]
+            out.append(Comparison(_MAG_CUES[w], "mag", w, i, any(x in _BAD_QUANTITIES for x in window)))
+    return out
+
+
+def goodness(c: Comparison) -> int:
+    if c.kind == "good":
+        return c.sign
+    return -c.sign if c.bad_quantity else c.sign
+
+
+# ------------------------------------------------------------------------------- the verdict
+
+
+@dataclass
+class Check:
+    verdict: str
+    code: str
+    text: str
+    passage: int  # index into the candidate passages
+    span: tuple[int, int] | None = None  # offsets into that passage's text for the quote
+    strength: float = 0.0  # for ordering competing findings
+
+
+@dataclass
+class Evidence:
+    """A candidate passage as the verifier sees it."""
+
+    text: str
+    score: float
+    nums: list[Num] = field(default_factory=list)
+    ents: list[Ent] = field(default_factory=list)
+
+
+_FOOTNOTE_BREAK = re.compile(r"(?<=[a-z)\]]\.)\d{1,2}(?=\s+[A-Z])")
+
+
+@functools.lru_cache(maxsize=4096)
+def _sentence_spans(text: str) -> list[tuple[int, int]]:
+    """Sentences, also cut after a footnote marker glued to a period ("(2011).5 We ...")."""
+    from ..pdf.passages import split_sentences
+
+    out = []
+    for a, b in split_sentences(text) or [(0, len(text))]:
+        cuts = [m.end() for m in _FOOTNOTE_BREAK.finditer(text, a, b)]
+        start = a
+        for c in cuts:
+            out.append((start, c))
+            start = c
+            while start < b and text[start].isspace():
+                start += 1
+        out.append((start, b))
+    return [(x, y) for x, y in out if y > x]
+
+
+@functools.lru_cache(maxsize=16384)
+def tabular(sentence: str) -> bool:
+    """Table text (cells, not prose): a quarter or more of its tokens are numbers or dashes."""
+    toks = sentence.split()
+    if len(toks) < 6:
+        return False
+    cells = sum(1 for t in toks if re.fullmatch(r"[-±]|[\d.,/%±]+[kKMB]?", t))
+    return cells / len(toks) >= 0.25
+
+
+def _sentence_of(text: str, pos: int) -> tuple[int, int]:
+    for a, b in _sentence_spans(text):
+        if a <= pos < b:
+            return a, b
+    return 0, len(text)
+
+
+def _fmt_num(n: Num) -> str:
+    return n.text.strip()
+
+
+def _stems(text: str) -> set[str]:
+    return set(_stems_cached(text))
+
+
+@functools.lru_cache(maxsize=32768)
+def _stems_cached(text: str) -> frozenset[str]:
+    from .trace import STOP, stem, words
+
+    return frozenset(stem(w) for w in words(unligature(text)) if w not in STOP and not w.isdigit()
+                     and len(w) > 1)
+
+
+def _best_sentence(text: str, cterms: set[str], *, prose: bool = False) -> tuple[int, int, float]:
+    """The sentence of ``text`` sharing the most of ``cterms``, and that share (``prose``:
+    table text left out)."""
+    best = (0, len(text), 0.0)
+    for a, b in _sentence_spans(text):
+        if prose and tabular(text[a:b]):
+            continue
+        share = len(cterms & _stems(text[a:b])) / (len(cterms) or 1)
+        if share > best[2]:
+            best = (a, b, share)
+    return best
+
+
+class Verifier:
+    """Verify claims against ranked candidate passages.
+
+    ``in_scope(entity_text) -> bool`` says whether any passage of the papers in scope names a
+    thing (the tracer answers it from SQLite); without it a name absent from the candidates is
+    not held against the claim.
+    """
+
+    def __init__(self, in_scope: Callable[[str], bool] | None = None,
+                 threshold: float | None = None, *, topic_cover: float = TOPIC_COVER,
+                 number_topic_cover: float = NUMBER_TOPIC_COVER):
+        self.in_scope = in_scope
+        self.threshold = threshold
+        self.topic_cover = topic_cover
+        self.number_topic_cover = number_topic_cover
+
+    # -- per-check helpers ---------------------------------------------------------------------
+
+    def verify(self, claim: str, passages: Sequence[dict], *, support: float | None = None) -> dict:
+        """The verdict of ``claim`` given its ranked passages (dicts with ``text`` and ``score``).
+
+        Returns ``{"verdict", "reason": {"code", "text"}, "evidence": i, "quote": str,
+        "order": [passage indexes, best first]}``; ``evidence`` is the passage the verdict rests
+        on (``None`` when there is none) and ``order`` the citations re-ranked so that passages
+        stating the claim's numbers and names come first."""
+        cands = [Evidence(p["text"], float(p.get("score", 0.0))) for p in passages[:EVIDENCE_K]]
+        if not cands:
+            return self._out(UNSUPPORTED, "no_passage", "no passage of the papers in scope is "
+                             "close to this claim", None, None, [])
+        cnums = [n for n in numbers_in(claim)]
+        cents = self._claim_entities(claim)
+        cterms = _stems(claim)
+        for ev in cands:
+            ev.nums = numbers_in(ev.text, evidence=True)
+            ev.ents = entities_in(ev.text)
+        # which claim numbers / names each passage states
+        found_n = [[any(number_matches(n, en) for en in ev.nums) for n in cnums] for ev in cands]
+        found_e = [[self._has_entity(ev, e) for e in cents] for ev in cands]
+        cover = [len(cterms & _stems(ev.text)) / (len(cterms) or 1) for ev in cands]
+
+        def rank_key(i: int):
+            # the claim's numbers first (a passage giving all of them is the one it is about),
+            # then its names, its words and the tracer's score
+            nums = sum(found_n[i]) / len(cnums) if cnums else 0.0
+            ents = sum(found_e[i]) / len(cents) if cents else 0.0
+            return (-round(nums, 3), -(ents + 0.5 * cover[i] + cands[i].score), i)
+
+        order = sorted(range(len(cands)), key=rank_key)
+        best = order[0]
+        ev = cands[best]
+
+        # 1. names the papers never mention
+        for e in cents:
+            if not any(found_e[i][cents.index(e)] for i in range(len(cands))) and self.in_scope is not None \
+                    and not self._known(e):
+                sib = self._sibling_in(ev, e)
+                if sib is not None and cover[best] >= self.number_topic_cover:
+                    return self._out(CONTRADICTED, "entity_mismatch",
+                                     f"the claim names {e.text}; the passage names {sib.text}",
+                                     best, _sentence_of(ev.text, sib.start), order, cands)
+                return self._out(UNSUPPORTED, "entity_absent",
+                                 f"no passage of the papers in scope mentions {e.text}",
+                                 best, None, order, cands)
+
+        # 2. numbers
+        missing = [n for k, n in enumerate(cnums) if not found_n[best][k]]
+        if missing:
+            n = missing[0]
+            hard = [m for m in missing if not m.word]
+            topic = self._topic_cover(claim, ev.text)
+            if ev.nums and topic >= self.number_topic_cover and (hard or len(missing) == len(cnums)):
+                other = self._aligned_number(claim, n, ev)
+                span = _sentence_of(ev.text, other.start) if other else None
+                said = f"the passage says {_fmt_num(other)}" if other else "the passage gives other values"
+                return self._out(CONTRADICTED, "number_mismatch",
+                                 f"the claim says {_fmt_num(n)}; {said}", best, span, order, cands)
+            if hard or not any(found_n[best]):
+                return self._out(UNSUPPORTED, "number_absent",
+                                 f"no passage close to the claim states {_fmt_num(n)}",
+                                 best, None, order, cands)
+
+        # 3. a name the evidence replaces by a sibling
+        for k, e in enumerate(cents):
+            if found_e[best][k]:
+                continue
+            sib = self._sibling_in(ev, e)
+            if sib is not None and not any(found_e[i][k] for i in range(len(cands))) \
+                    and cover[best] >= self.number_topic_cover:
+                return self._out(CONTRADICTED, "entity_mismatch",
+                                 f"the claim names {e.text}; the passage names {sib.text}",
+                                 best, _sentence_of(ev.text, sib.start), order, cands)
+
+        # 4. values bound to another name (rows, columns, parallel order)
+        bound = self._binding(claim, cnums, cents, ev)
+        if bound is not None:
+            code, text, pos = bound
+            return self._out(CONTRADICTED, code, text, best, _sentence_of(ev.text, pos), order, cands)
+
+        a, b, share = _best_sentence(ev.text, cterms, prose=True)
+        if share >= self.topic_cover:
+            # 5. roles swapped between sibling words
+            swap = self._role_swap(claim, ev.text[a:b])
+            if swap:
+                return self._out(CONTRADICTED, "roles_swapped", swap, best, (a, b), order, cands)
+        # the prose sentences of the passages that state the claim's numbers as well as the best
+        # one does, most on-topic first: where a negation or a comparison is read
+        tier = {i for i in order if found_n[i] == found_n[best] or not cnums}
+        sents = []
+        for i in order:
+            spans = _sentence_spans(cands[i].text)
+            for k, (sa, sb) in enumerate(spans):
+                st = cands[i].text[sa:sb]
+                if tabular(st):
+                    continue
+                # on-topic share over the sentence and the one before it (a sentence often
+                # leaves its subject to the previous one: "We do not use dropout.")
+                ctx = cands[i].text[spans[k - 1][0] if k else sa:sb]
+                sh = len(cterms & _stems(ctx)) / (len(cterms) or 1)
+                sents.append((sh, -order.index(i), i, sa, sb))
+        sents.sort(reverse=True)
+        on_tier = [x for x in sents if x[2] in tier]
+        # 6. comparison direction, against the sentence that compares the same two things
+        cmp = self._comparison_in(claim, cands, sents)
+        agreed = False
+        if cmp is not None:
+            text, i, span, agrees = cmp
+            if not agrees:
+                return self._out(CONTRADICTED, "comparison", text, i, span, _front(order, i), cands)
+            order, best, agreed = _front(order, i), i, True
+        # 7. negation (not when a sentence already states the claim's comparison as claimed)
+        top_share = on_tier[0][0] if on_tier else 0.0
+        close = [x for x in on_tier if x[0] >= max(self.topic_cover, top_share - 0.3)]
+        leading = {id(x) for x in close[:2]}
+        cn, cpos = negated_near(claim, cterms)
+
+        def neg(x) -> bool:
+            """Negated about the claim's words: two shared words in the cue's scope, or one
+            in one of the two most on-topic sentences."""
+            st = cands[x[2]].text[x[3]:x[4]]
+            shared = cterms & _stems(st)
+            return negated_near(st, shared, min_hits=NEG_MIN_HITS if id(x) in leading else 2)[0] or \
+                (id(x) in leading and _privative_near(st, shared))
+
+        if close and not agreed:
+            negs = [x for x in close if neg(x)]
+            if not cn and negs and not _privative_near(claim, cterms):
+                x = negs[0]
+                return self._out(CONTRADICTED, "negation",
+                                 "the passage states it negated; the claim states it as true",
+                                 x[2], (x[3], x[4]), _front(order, x[2]), cands)
+            # a negated claim is contradicted only where the passage states the very thing it
+            # denies (a passage may deny in other words: "discarded" for "not retained")
+            stated = [x for x in close if _denied_stated(claim, cpos, cands[x[2]].text[x[3]:x[4]])]
+            if cn and not negs and stated and not _privative_near(cands[stated[0][2]].text, cterms):
+                x = stated[0]
+                return self._out(CONTRADICTED, "negation", "the claim denies what the passage states",
+                                 x[2], (x[3], x[4]), _front(order, x[2]), cands)
+            if cn and negs:
+                order, best = _front(order, negs[0][2]), negs[0][2]
+
+        # 8. similarity alone
+        sup = support if support is not None else max(c.score for c in cands)
+        if self.threshold is not None and sup < self.threshold:
+            return self._out(UNSUPPORTED, "low_support",
+                             f"no passage states this claim (best support {sup:.2f} < "
+                             f"{self.threshold:.2f})", best, None, order, cands)
+        stated = [n.text for k, n in enumerate(cnums) if found_n[best][k]] + \
+                 [e.text for k, e in enumerate(cents) if found_e[best][k]]
+        text = ("the passage states " + ", ".join(stated[:6])) if stated else \
+            "the passage states the claim's content words"
+        return self._out(SUPPORTED, "match", text, best, None, order, cands)
+
+    # -- pieces --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _claim_entities(claim: str) -> list[Ent]:
+        seen: dict[str, Ent] = {}
+        for e in entities_in(claim):
+            seen.setdefault(e.key, e)
+        return list(seen.values())
+
+    def _known(self, e: Ent) -> bool:
+        """Whether the papers in scope name ``e`` (a hyphenated compound such as ``root-to-w2``
+        counts when each of its parts is named)."""
+        if len(e.key) < 3 or self.in_scope(e.text):
+            return True  # two-letter acronyms ("MT") are too ambiguous to judge absence by
+        if re.search(r"[A-Z]s$", e.text) and self.in_scope(e.text[:-1]):
+            return True  # "GANs" = "GAN"
+        parts = [p for p in re.split(r"-(?:to-)?", e.text) if len(p) >= 2]
+        if len(parts) < 2 or not all(re.search(r"[A-Za-z]", p) for p in parts):
+            return False  # "CoNLL-2012": the number is part of the name
+        return all(self.in_scope(p) for p in parts)
+
+    @staticmethod
+    def _has_entity(ev: Evidence, e: Ent) -> bool:
+        key = e.key
+        keys = {x.key for x in ev.ents}
+        if key in keys or key.rstrip("s") in {k.rstrip("s") for k in keys}:
+            return True
+        # written apart or with other punctuation in the passage ("BERT LARGE", "WMT '14")
+        squashed = re.sub(r"[^0-9a-z]", "", normalize(ev.text).lower())
+        if len(key) >= 4 and key in squashed:
+            pat = r"(?<![0-9a-z])" + r"[\s\-'./]?".join(map(re.escape, key)) + r"s?(?![0-9a-z])"
+            return re.search(pat, normalize(ev.text).lower()) is not None
+        return False
+
+    @staticmethod
+    def _sibling_in(ev: Evidence, e: Ent) -> Ent | None:
+        for x in ev.ents:
+            if siblings(x, e):
+                return x
+        return None
+
+    @staticmethod
+    def _topic_cover(claim: str, text: str) -> float:
+        """Share of the claim's words (numbers left out) found in ``text``."""
+        terms = _stems(re.sub(r"\d", " ", claim))
+        return len(terms & _stems(text)) / (len(terms) or 1)
+
+    @staticmethod
+    def _aligned_number(claim: str, n: Num, ev: Evidence) -> Num | None:
+        """The passage number in the place of the claim's ``n``: the one whose surrounding words
+        share most with the words around ``n`` in the claim (ties: same format, then first)."""
+        ctx = _stems(normalize(claim)[max(0, n.start - 40):n.end + 40])
+        best, best_key = None, None
+        cnums = numbers_in(claim)
+        claim_terms = _stems(claim)
+        claim_keys = {e.key for e in entities_in(claim)}
+        for en in ev.nums:
+            if en.lo is not None or any(number_matches(c, en) for c in cnums):
+                continue  # a value the claim also states is not the one it gets wrong
+            around = _stems(normalize(ev.text)[max(0, en.start - 40):en.end + 40])
+            same_fmt = ("." in en.text) == ("." in n.text) and ("%" in en.text) == ("%" in n.text)
+            # the sentence saying most of what the claim says (its words and its names)
+            sa, sb = _sentence_of(ev.text, en.start)
+            sent = ev.text[sa:sb]
+            keys = {e.key for e in entities_in(sent)}
+            said = len(claim_terms & _stems(sent)) + 2 * len(claim_keys & keys)
+            # then the closest in magnitude: a wrong value is usually of the same order
+            va, vb = min(n.values), min(en.values)
+            near = -abs(math.log(abs(va) / abs(vb))) if va and vb else -99.0
+            k = (not en.word, said, same_fmt, len(ctx & around), round(near, 1), -en.start)
+            if best_key is None or k > best_key:
+                best, best_key = en, k
+        return best
+
+    def _binding(self, claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence):
+        """``(code, reason, offset)`` when a claim value belongs to another name in ``ev``."""
+        vals = [n for n in cnums if not n.word]
+        if not vals:
+            return None
+        occ = {id(n): [en for en in ev.nums if en.lo is None and number_matches(n, en)] for n in vals}
+        # the names of the claim that the passage has siblings of: those a value can be misbound to
+        heads = {x.key for run in self._header_runs(ev) for x in run}
+        fam = [e for e in cents if e.key in heads or any(siblings(x, e) for x in ev.ents)]
+        pairs: list[tuple[Num, Ent]] = []
+        for n in vals:
+            best, dist = None, 1e9
+            for e in fam:
+                gap = (e.start - n.end) * 0.6 if e.start >= n.end else (n.start - e.end)
+                if gap < dist:
+                    best, dist = e, gap
+            if best is not None:
+                pairs.append((n, best))
+        # parallel order: names listed first ("on A and B"), then their values in the same order
+        multi = [(n, e) for n, e in pairs if occ[id(n)]]
+        if len(multi) >= 2 and len({e.key for _, e in multi}) >= 2:
+            n1, e1 = multi[0]
+            n2, e2 = next(p for p in multi[1:] if p[1].key != e1.key)
+            p1 = [x for x in ev.ents if x.key == e1.key]
+            p2 = [x for x in ev.ents if x.key == e2.key]
+            if p1 and p2 and siblings(e1, e2):
+                q1, q2 = occ[id(n1)][0].start, occ[id(n2)][0].start
+                if max(p1[0].start, p2[0].start) < min(q1, q2):
+                    if (p1[0].start < p2[0].start) != (q1 < q2):
+                        return ("values_swapped",
+                                f"the passage gives its values for {p1[0].text} and {p2[0].text} in "
+                                f"the other order: {n1.text} belongs to {p2[0].text}, not "
+                                f"{p1[0].text}", min(q1, q2))
+                    return None
+        header = self._header(ev)
+
+        def owner(en: Num, e: Ent) -> Ent | None:
+            col = self._column_of(ev, en, e, None)
+            if col is not None:
+                return col
+            prev = [x for x in ev.ents if x.end <= en.start and (x.key == e.key or siblings(x, e))
+                    and not (header and x in header[0] and header[1] <= en.start)]
+            return prev[-1] if prev else None
+
+        for n in vals:
+            hits = occ[id(n)]
+            if not hits or not fam:
+                continue
+            # a value is misbound when some claim name has an owner for it in the passage and
+            # no claim name owns it there
+            found = {(id(en), e.key): owner(en, e) for en in hits for e in fam}
+            if any(o is not None and o.key == k for (_i, k), o in found.items()):
+                continue
+            for e in fam:
+                owners = [found[(id(en), e.key)] for en in hits]
+                if all(o is not None for o in owners):
+                    return ("value_of_other",
+                            f"the passage gives {hits[0].text} for {owners[0].text}, not for {e.text}",
+                            hits[0].start)
+        return self._row_label(claim, vals, occ, ev)
+
+    def _row_label(self, claim: str, vals: list[Num], occ: dict, ev: Evidence):
+        """In table text, the words just before a value are its row label ("No authors 0.3M").
+        A claim value whose row label shares no word with the claim, while another row's label
+        does, is given in the passage for that other row."""
+        text = normalize(ev.text)
+        cterms = _stems(re.sub(r"\d", " ", claim))
+        for n in vals:
+            found = None
+            for en in occ[id(n)]:
+                sa, sb = _sentence_of(text, en.start)
+                labels = [lab for lab in _row_labels(text, sa, sb)
+                          if lab[0] and len(lab[3].split()) <= 4 and not re.search(r"[,;.:()]", lab[3])]
+                if len(labels) < 3:
+                    continue  # not a table: a few numbers in prose
+                mine = next((lab for lab in labels if lab[1] <= en.start <= lab[2]), None)
+                if mine is None:
+                    continue
+                if mine[0] & cterms:
+                    found = None
+                    break  # this occurrence is bound to the claim's own row
+                other = [lab for lab in labels if lab[0] & cterms and lab is not mine]
+                if other and found is None:
+                    found = ("value_of_other",
+                             f"the passage gives {en.text} for \"{mine[3]}\", not for \"{other[0][3]}\"",
+                             en.start)
+            if found:
+                return found
+        return None
+
+    @staticmethod
+    def _header_runs(ev: Evidence) -> list[list[Ent]]:
+        """Runs of ≥ 2 names with nothing but spaces between them (a table's column header)."""
+        text = normalize(ev.text)
+        runs: list[list[Ent]] = []
+        cur: list[Ent] = []
+        for x in ev.ents:
+            if cur and text[cur[-1].end:x.start].strip(" \n") == "":
+                cur.append(x)
+            else:
+                if len(cur) >= 2:
+                    runs.append(cur)
+                cur = [x]
+        if len(cur) >= 2:
+            runs.append(cur)
+        return runs
+
+    def _header(self, ev: Evidence, e: Ent | None = None, before: int | None = None):
+        """A table's column header: a run of ≥ 2 names with only spaces between them (the last
+        one before ``before`` holding ``e`` or a sibling, else the last one), its last name
+        dropped when a number follows it directly (that is the first row's label)."""
+        text = normalize(ev.text)
+        runs = []
+        for run in self._header_runs(ev):
+            if before is not None and run[-1].end > before:
+                continue
+            after = text[run[-1].end:run[-1].end + 12]
+            if re.match(r"\s*(?:\[\d+\]\s*)?\d", after):
+                run = run[:-1]
+            if len(run) >= 2:
+                runs.append(run)
+        if not runs:
+            return None
+        if e is not None:
+            fam = [r for r in runs if any(x.key == e.key or siblings(x, e) for x in r)]
+            if fam:
+                return fam[-1], fam[-1][-1].end
+        return runs[-1], runs[-1][-1].end
+
+    def _column_of(self, ev: Evidence, en: Num, e: Ent, header) -> Ent | None:
+        """The header name above the cell holding ``en``, when the claim's name ``e`` (or a
+        sibling) heads a column: the cells are matched to the run of ``e``'s siblings in the
+        header from its start, or, when the header holds no siblings of ``e``, to the whole
+        header from its end (a first header word may name the row-label column)."""
+        header = self._header(ev, e, en.start)
+        if header is None:
+            return None
+        run = header[0]
+        fam = [x for x in run if x.key == e.key or siblings(x, e)]
+        if not any(x.key == e.key for x in run) and len(fam) < 2:
+            return None
+        whole = len(fam) < 2
+        text = normalize(ev.text)
+        row = next((r for r in _cells(text) if any(a <= en.start < b for a, b in r)), None)
+        if row is None or len(row) < 2:
+            return None
+        idx = next(i for i, (a, b) in enumerate(row) if a <= en.start < b)
+        if whole:
+            k = len(run) - len(row) + idx
+            return run[k] if 0 <= k < len(run) and len(row) <= len(run) else None
+        return fam[idx] if idx < len(fam) else None
+
+    @staticmethod
+    def _role_swap(claim: str, sent: str) -> str | None:
+        """Two sibling words (generator/discriminator, input/output) that the claim and the
+        sentence bind to different shared words."""
+        from .trace import STOP, stem
+
+        ct = [(stem(w), i) for i, (w, _s, _e) in enumerate(_tokens(claim)) if w not in STOP]
+        st = [(stem(w), i) for i, (w, _s, _e) in enumerate(_tokens(sent)) if w not in STOP]
+        shared = {w for w, _ in ct} & {w for w, _ in st}
+        anchors = sorted(w for w in shared if len(w) >= 5 and w.isalpha()
+                         and any(v != w and len(v) >= 5 and v.isalpha() and siblings(w, v, min_affix=3)
+                                 for v in shared))
+        if len(anchors) < 2:
+            return None
+        attrs = [w for w in shared if w not in anchors and w.isalpha() and len(w) >= 4]
+
+        def bind(text):
+            """Each shared word → the sibling word of its clause (a clause without one takes
+            the previous clause's): "the generator used X, while the discriminator used Y"."""
+            text = re.sub(r"\[[\d,\s]+\]", " ", text)
+            out: dict[str, str | None] = {}
+            current = None
+            for clause in re.split(r"[,;:]|\b(?:and|while|whereas|but|although)\b", text):
+                stems_ = [stem(w) for w, _s, _e in _tokens(clause) if w not in STOP]
+                here = [w for w in stems_ if w in anchors]
+                if len(set(here)) == 1:
+                    current = here[0]
+                elif len(set(here)) > 1:
+                    current = None
+                for w in stems_:
+                    if w in attrs:
+                        # a word found with two different anchors binds to neither
+                        out[w] = current if out.get(w, current) == current else None
+                        if w in out and out[w] is None:
+                            out[w] = ""
+            return {a: (out.get(a) or None) for a in attrs}
+
+        bc, bs = bind(claim), bind(sent)
+        agree = sum(1 for a in attrs if bc[a] and bc[a] == bs[a])
+        differ = [a for a in attrs if bc[a] and bs[a] and bc[a] != bs[a]]
+        if len(differ) >= 2 and len(differ) > agree:
+            a = differ[0]
+            return f"the claim ties {a} to {bc[a]}; the passage ties it to {bs[a]}"
+        return None
+
+    def _comparison_in(self, claim: str, cands: list[Evidence], sents: list) -> tuple | None:
+        """``(reason, passage, span, agrees)`` for the sentence among ``sents`` that compares
+        the same two things as the claim (both sides' words found around its comparative)."""
+        cc = comparisons(claim)
+        if not cc:
+            return None
+        from .trace import STOP, stem
+
+        ctoks = _tokens(claim)
+
+        def side(toks, lo, hi, n=6, rev=False):
+            """The ``n`` content words nearest the comparative on one side (its arguments),
+            not crossing a clause break."""
+            seq = []
+            rng = range(hi - 1, lo - 1, -1) if rev else range(lo, hi)
+            for j in rng:
+                w = toks[j][0]
+                if w in _CLAUSE_BREAK or w in ("because", "since", "when", "whenever"):
+                    break
+                if w in STOP or w in _MAG_CUES or w in _GOOD_CUES:
+                    continue
+                seq.append(stem(w))
+                if len(seq) >= n:
+                    break
+            return set(seq)
+
+        best = None
+        for c in cc:
+            left = side(ctoks, 0, c.at, rev=True)
+            right = side(ctoks, c.at + 1, len(ctoks))
+            only_left, only_right = left - right, right - left
+            for _sh, _o, i, sa, sb in sents:
+                sent = cands[i].text[sa:sb]
+                stoks = _tokens(sent)
+                for s in comparisons(sent):
+                    sleft = side(stoks, 0, s.at, rev=True)
+                    sright = side(stoks, s.at + 1, len(stoks))
+                    same = len(only_left & sleft) + len(only_right & sright)
+                    crossed = len(only_left & sright) + len(only_right & sleft)
+                    # both things compared, each on one side of the passage's comparative
+                    straight = bool(only_left & sleft) and bool(only_right & sright)
+                    across = bool(only_left & sright) and bool(only_right & sleft)
+                    if not (straight or across):
+                        continue
+                    flip = -1 if (across and not straight and crossed > same) else 1
+                    low = f" {claim.lower()} "
+                    if " from " in low and " to " in low:
+                        flip = 1  # "falls from A to B": a before and an after, not two things
+                    if c.kind == s.kind:
+                        agrees = c.sign == s.sign * flip
+                    else:
+                        agrees = goodness(c) == goodness(s) * flip
+                    # the best-matched pair; among equals, one that agrees
+                    k = (max(same, crossed), _sh, agrees)
+                    if best is None or k > best[0]:
+                        best = (k, c, s, flip, agrees, i, sa, sb)
+        if best is None:
+            return None
+        _k, c, s, flip, agrees, i, sa, sb = best
+        if not agrees:
+            return (f"the claim says \"{c.cue}\"; the passage says \"{s.cue}\"" +
+                    (" with the sides the other way round" if flip < 0 else ""), i, (sa, sb), False)
+        return ("", i, (sa, sb), True)
+
+    # -- output --------------------------------------------------------------------------------
+
+    def _out(self, verdict: str, code: str, text: str, best: int | None,
+             span: tuple[int, int] | None, order: list[int], cands: list[Evidence] | None = None) -> dict:
+        out = {"verdict": verdict, "reason": {"code": code, "text": text}, "evidence": best,
+               "order": order}
+        if best is not None and cands is not None and span is not None:
+            a, b = span
+            out["span"] = (a, b)
+        return out
+
+
+def _front(order: list[int], i: int) -> list[int]:
+    return [i] + [j for j in order if j != i]
+
+
+def _row_labels(text: str, a: int, b: int) -> list[tuple[set[str], int, int, str]]:
+    """In the table text ``text[a:b]``, each run of cells with the words before it (back to the
+    previous cell): ``(label stems, cells start, cells end, label text)``."""
+    rows = [r for r in _cells(text) if r[0][0] >= a and r[-1][1] <= b]
+    out = []
+    prev_end = a
+    for r in rows:
+        label = text[prev_end:r[0][0]].strip()
+        out.append((_stems(label), r[0][0], r[-1][1], label))
+        prev_end = r[-1][1]
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def _cells(text: str) -> list[list[tuple[int, int]]]:
+    """Runs of table cells: numbers (with "± x", "%", "/y"), dashes; as character spans
+    (reference markers such as "[3]" are not cells)."""
+    text = re.sub(r"\[\d+(?:,\s*\d+)*\]", lambda m: " " * len(m.group(0)), text)
+    cell = re.compile(r"(?<![\w.])(?:-|\d[\d.,]*%?(?:/\d[\d.,]*)?(?:\s?±\s?\d[\d.]*)?[kKMB]?)(?![\w])")
+    rows: list[list[tuple[int, int]]] = []
+    cur: list[tuple[int, int]] = []
+    last = None
+    for m in cell.finditer(text):
+        if last is not None and text[last:m.start()].strip() == "":
+            cur.append((m.start(), m.end()))
+        else:
+            if cur:
+                rows.append(cur)
+            cur = [(m.start(), m.end())]
+        last = m.end()
+    if cur:
+        rows.append(cur)
+    return rows
+
