@@ -224,7 +224,8 @@ def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_
             for j, p in enumerate(make_passages(s, embedder.count_tokens,
                                                 max_tokens=PASSAGE_MAX_TOKENS)):
                 row.passages.append(PassageRow(f"{sid}~{j}", j, p.text, int(p.page),
-                                               int(p.char_start), int(p.char_end)))
+                                               int(p.char_start), int(p.char_end),
+                                               s.boxes_for(p.char_start, p.char_end)))
         sections.append(row)
     objects = _object_sections(paper_id, res, sections, taken, embedder)
     ids, docs, metas = [], [], []
@@ -276,8 +277,11 @@ def _object_sections(paper_id: str, res, sections: list, taken: set[str], embedd
                          text)
         for j, p in enumerate(make_passages(sec, embedder.count_tokens,
                                             max_tokens=PASSAGE_MAX_TOKENS)):
+            box = [round(v, 1) for v in obj.bbox]  # the object's own box: caption and body
             row.passages.append(PassageRow(f"{sid}~{j}", j, p.text, int(p.page),
-                                           int(p.char_start), int(p.char_end)))
+                                           int(p.char_start), int(p.char_end),
+                                           [{"page": obj.page, "bbox": box, "start": 0,
+                                             "end": len(p.text)}] if box[2] > box[0] else []))
         sections.append(row)
         out.append({**obj.as_dict(), "id": sid})
     return out

@@ -26,16 +26,19 @@ from .headings import (
     detect_headings,
     number_parts,
 )
-from .objects import PdfObject, find_objects
+from .objects import PdfObject, find_objects, line_bbox
 from .text import (
     MAX_PAGE_CONTENT_BYTES,
     Line,
     PageTooLarge,
+    _content_bytes,
+    char_engine,
     drop_furniture,
     fix_column_order,
     join_lines,
     normalize_text,
     page_lines,
+    pdfium_page_lines,
     vocabulary,
 )
 
@@ -61,6 +64,25 @@ class PaperSection:
     page_end: int
     text: str
     page_breaks: list[tuple[int, int]] = field(default_factory=list)
+    #: where each printed line of :attr:`text` is: ``(start, end, page, [x0, y0, x1, y1])``,
+    #: character offsets into :attr:`text` and the line's box in PDF points
+    line_boxes: list[tuple[int, int, int, list[float]]] = field(default_factory=list)
+
+    def boxes_for(self, start: int, end: int) -> list[dict]:
+        """``[{page, bbox, start, end}]``: the boxes of the printed lines that characters
+        ``start:end`` of :attr:`text` were read from (``start``/``end`` relative to ``start``,
+        clipped to the span), so a stored passage can be highlighted without the PDF and a quote
+        inside it narrowed to its own lines."""
+        i = bisect.bisect_right([b[0] for b in self.line_boxes], start) - 1
+        out = []
+        for a, b, page, box in self.line_boxes[max(i, 0):]:
+            if a >= end:
+                break
+            if b <= start or box[2] <= box[0]:
+                continue
+            out.append({"page": page, "bbox": [round(v, 1) for v in box],
+                        "start": max(a, start) - start, "end": min(b, end) - start})
+        return out
 
     def page_at(self, offset: int) -> int:
         """The 1-based page on which character ``offset`` of :attr:`text` is printed."""
@@ -380,6 +402,38 @@ def _printed_authors(front: list[Line], title: str) -> list[str]:
     return names[:30]
 
 
+def _pdfium_document(data: bytes):
+    """PDFium's view of the same bytes, or None when PDFium cannot open what pypdf could (then
+    the pypdf visitor reads the characters)."""
+    import pypdfium2 as pdfium
+
+    try:
+        return pdfium.PdfDocument(data)
+    except Exception:
+        return None
+
+
+def _read_page(page, no: int, pdfdoc, rotated: list[str] | None) -> list[Line]:
+    """One page's lines: from PDFium's characters when a PDFium document is open, else from
+    pypdf's visitor.  The content-stream cap is checked first either way (a page over it is
+    never parsed)."""
+    if pdfdoc is None:
+        return page_lines(page, no, rotated)
+    size = _content_bytes(page)
+    if size > MAX_PAGE_CONTENT_BYTES:
+        raise PageTooLarge(no, size)
+    from .render import PDFIUM_LOCK
+
+    with PDFIUM_LOCK:  # PDFium is not thread-safe; the server renders pages concurrently
+        pg = pdfdoc[no - 1]
+        tp = pg.get_textpage()
+        try:
+            return pdfium_page_lines(tp, no, rotated)
+        finally:
+            tp.close()
+            pg.close()
+
+
 def split_pdf(
     path: str | Path,
     *,
@@ -400,11 +454,12 @@ def split_pdf(
     warnings: list[str] = []
     rotated: list[str] = []
     oversized: list[PageTooLarge] = []
+    pdfdoc = _pdfium_document(data) if char_engine() == "pdfium" else None
     for no, page in enumerate(reader.pages, start=1):
         try:
             box = page.mediabox
-            pages.append(fix_column_order(page_lines(page, no, rotated if no == 1 else None),
-                                          float(box.width)))
+            got = _read_page(page, no, pdfdoc, rotated if no == 1 else None)
+            pages.append(fix_column_order(got, float(box.width)))
             heights.append(float(box.height))
         except PageTooLarge as e:
             oversized.append(e)
@@ -416,6 +471,9 @@ def split_pdf(
             warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
             pages.append([])
             heights.append(792.0)
+    if pdfdoc is not None:
+        with contextlib.suppress(Exception):
+            pdfdoc.close()
     # a page of prose holds thousands of letters; a scan with a one-line stamp or cover note
     # per page still has no usable text layer
     letters = sum(sum(c.isalnum() for c in ln.text) for p in pages for ln in p)
@@ -489,18 +547,25 @@ def _assign_sections(objects: list[PdfObject], heads: list[Heading],
 
 def _section(lines: list[Line], vocab: set[str], number: str, title: str, level: int, kind: str,
              first_text: str, start: int, end: int, page: int,
-             skip: set[int] | frozenset = frozenset()) -> PaperSection:
+             skip: set[int] | frozenset = frozenset(),
+             first_box: list[float] | None = None) -> PaperSection:
     kept = [ln for k, ln in enumerate(lines[start:end], start=start) if k not in skip]
     texts = ([first_text] if first_text else []) + [ln.text for ln in kept]
     pages_of = ([page] if first_text else []) + [ln.page for ln in kept]
+    boxes = ([first_box or [0.0, 0.0, 0.0, 0.0]] if first_text else []) + [
+        line_bbox(ln) for ln in kept]
     text, offsets = join_lines(texts, vocab)
     breaks: list[tuple[int, int]] = []
-    for off, p in zip(offsets, pages_of, strict=True):
+    spans: list[tuple[int, int, int, list[float]]] = []
+    for k, (off, p) in enumerate(zip(offsets, pages_of, strict=True)):
         if not breaks or breaks[-1][1] != p:
             breaks.append((off, p))
+        nxt = offsets[k + 1] if k + 1 < len(offsets) else len(text)
+        spans.append((off, max(off + 1, nxt), p, boxes[k]))
     if not breaks:
         breaks = [(0, page)]
-    return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks)
+    return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks,
+                        spans)
 
 
 def _build_sections(lines: list[Line], heads: list[Heading],
@@ -521,7 +586,7 @@ def _build_sections(lines: list[Line], heads: list[Heading],
         start = min(h.index + h.span, end)
         page = lines[h.index].page
         sec = _section(lines, vocab, h.number, h.title, h.level, kinds[j], h.rest, start, end,
-                       page, skip)
+                       page, skip, first_box=line_bbox(lines[h.index]) if h.rest else None)
         sec.page_start = min(sec.page_start, page)
         if sec.page_breaks and sec.page_breaks[0][1] != page and not sec.text:
             sec.page_breaks = [(0, page)]

@@ -465,7 +465,11 @@ def _with_boxes(settings, result: dict) -> dict:
         from ..pdf.highlight import attach_boxes
     except ImportError:
         return result
-    return attach_boxes(settings.wiki, result)
+    import functools
+
+    from ..stores.sqlite import passage_boxes
+
+    return attach_boxes(settings.wiki, result, stored=functools.partial(passage_boxes, settings))
 
 
 def _without(d: dict, *keys: str) -> dict:

@@ -102,6 +102,13 @@ MIGRATIONS: list[str] = [
     CREATE INDEX objects_paper ON objects(paper_id, ord);
     ALTER TABLE papers ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
     """,
+    # v3: where each passage is printed, stored at ingest so a source is highlighted without
+    # re-reading the PDF: JSON [{page, bbox: [x0, y0, x1, y1] (PDF points), start, end}], one
+    # box per printed line, start/end = the line's characters within the passage text.  Rows
+    # written before v3 keep '[]' (the highlighter then finds the quote in the PDF).
+    """
+    ALTER TABLE passages ADD COLUMN boxes TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 OBJECT_KINDS = frozenset({"table", "figure", "algorithm", "footnote"})
@@ -133,6 +140,7 @@ class PassageRow:
     page: int
     char_start: int
     char_end: int
+    boxes: list[dict] = field(default_factory=list)  # [{page, bbox, start, end}] (schema v3)
 
 
 @dataclass
@@ -330,10 +338,11 @@ class Store:
             ],
         )
         self.conn.executemany(
-            "INSERT INTO passages (id, section_id, paper_id, ord, text, page, char_start, char_end) "
-            "VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO passages (id, section_id, paper_id, ord, text, page, char_start, char_end, "
+            "boxes) VALUES (?,?,?,?,?,?,?,?,?)",
             [
-                (p.id, s.section_id, paper.id, p.ord, p.text, p.page, p.char_start, p.char_end)
+                (p.id, s.section_id, paper.id, p.ord, p.text, p.page, p.char_start, p.char_end,
+                 json.dumps(p.boxes))
                 for s in sections
                 for p in s.passages
             ],
@@ -461,7 +470,28 @@ def _paper_dict(row: sqlite3.Row) -> dict:
 def _passage_dict(row: sqlite3.Row) -> dict:
     d = dict(row)
     d.pop("pk", None)
+    if "boxes" in d:
+        d["boxes"] = json.loads(d["boxes"] or "[]")
     return d
+
+
+def passage_boxes(settings, ids: Iterable[str]) -> dict[str, list[dict]]:
+    """Stored boxes of the passages ``ids`` (``{id: [{page, bbox, start, end}]}``, passages
+    without stored boxes left out): what the highlighter uses before re-reading a PDF.  {} when
+    the store cannot be opened (a wiki not yet ingested, an older schema read-only)."""
+    ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+    if not ids:
+        return {}
+    try:
+        store = open_store(settings, readonly=True)
+    except (EpistemeError, sqlite3.Error, OSError):
+        return {}
+    try:
+        return {k: p["boxes"] for k, p in store.passages_by_id(ids).items() if p.get("boxes")}
+    except sqlite3.Error:
+        return {}
+    finally:
+        store.close()
 
 
 def _split_sql(script: str) -> list[str]:
