@@ -1,4 +1,5 @@
-"""PDF → logical sections (pypdf only): the deterministic first half of ingest.
+"""PDF → logical sections: the deterministic first half of ingest (pypdf opens, validates and
+decrypts; PDFium reads the characters when pypdfium2 is installed, see :mod:`episteme.pdf.text`).
 
 ``split_pdf`` validates the file, extracts repaired lines (:mod:`episteme.pdf.text`), finds the
 headings — from the PDF outline when there is one, checked against and completed by the printed
@@ -407,10 +408,21 @@ def _pdfium_document(data: bytes):
     the pypdf visitor reads the characters)."""
     import pypdfium2 as pdfium
 
+    from .render import PDFIUM_LOCK
+
     try:
-        return pdfium.PdfDocument(data)
+        with PDFIUM_LOCK:  # PDFium is not thread-safe, opening and closing included
+            return pdfium.PdfDocument(data)
     except Exception:
         return None
+
+
+def _close_pdfium(pdfdoc) -> None:
+    from .render import PDFIUM_LOCK
+
+    if pdfdoc is not None:
+        with PDFIUM_LOCK, contextlib.suppress(Exception):
+            pdfdoc.close()
 
 
 def _read_page(page, no: int, pdfdoc, rotated: list[str] | None) -> list[Line]:
@@ -434,6 +446,29 @@ def _read_page(page, no: int, pdfdoc, rotated: list[str] | None) -> list[Line]:
             pg.close()
 
 
+def _read_pages(reader, pdfdoc, pages: list, heights: list, warnings: list, rotated: list,
+                oversized: list) -> None:
+    """Every page's lines (with its height) into ``pages``/``heights``; a page that cannot be
+    read becomes an empty page and a warning (one over the content cap is also recorded in
+    ``oversized``)."""
+    for no, page in enumerate(reader.pages, start=1):
+        try:
+            box = page.mediabox
+            got = _read_page(page, no, pdfdoc, rotated if no == 1 else None)
+            pages.append(fix_column_order(got, float(box.width)))
+            heights.append(float(box.height))
+        except PageTooLarge as e:
+            oversized.append(e)
+            warnings.append(f"page {no}: not read: its content stream is {e.size / 1048576:.1f} MB, "
+                            f"over the {MAX_PAGE_CONTENT_BYTES >> 20} MB limit per page")
+            pages.append([])
+            heights.append(792.0)
+        except Exception as e:
+            warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
+            pages.append([])
+            heights.append(792.0)
+
+
 def split_pdf(
     path: str | Path,
     *,
@@ -455,25 +490,13 @@ def split_pdf(
     rotated: list[str] = []
     oversized: list[PageTooLarge] = []
     pdfdoc = _pdfium_document(data) if char_engine() == "pdfium" else None
-    for no, page in enumerate(reader.pages, start=1):
-        try:
-            box = page.mediabox
-            got = _read_page(page, no, pdfdoc, rotated if no == 1 else None)
-            pages.append(fix_column_order(got, float(box.width)))
-            heights.append(float(box.height))
-        except PageTooLarge as e:
-            oversized.append(e)
-            warnings.append(f"page {no}: not read: its content stream is {e.size / 1048576:.1f} MB, "
-                            f"over the {MAX_PAGE_CONTENT_BYTES >> 20} MB limit per page")
-            pages.append([])
-            heights.append(792.0)
-        except Exception as e:
-            warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
-            pages.append([])
-            heights.append(792.0)
-    if pdfdoc is not None:
-        with contextlib.suppress(Exception):
-            pdfdoc.close()
+    if pdfdoc is not None and len(pdfdoc) != n_pages:  # the two read a damaged file apart
+        _close_pdfium(pdfdoc)
+        pdfdoc = None
+    try:
+        _read_pages(reader, pdfdoc, pages, heights, warnings, rotated, oversized)
+    finally:
+        _close_pdfium(pdfdoc)
     # a page of prose holds thousands of letters; a scan with a one-line stamp or cover note
     # per page still has no usable text layer
     letters = sum(sum(c.isalnum() for c in ln.text) for p in pages for ln in p)
@@ -600,13 +623,19 @@ def locate_quote(path: str | Path, page: int, quote: str) -> list[dict]:
     evidence viewer highlights).  ``[]`` when it is not found there."""
     from .objects import quote_boxes
 
-    reader = open_pdf(Path(path).read_bytes())
+    data = Path(path).read_bytes()
+    reader = open_pdf(data)
+    pdfdoc = _pdfium_document(data) if char_engine() == "pdfium" else None
     lines: list[Line] = []
-    for no in (page, page + 1):
-        if 1 <= no <= len(reader.pages):
-            pg = reader.pages[no - 1]
-            with contextlib.suppress(PageTooLarge):  # its text was never read: nothing to find
-                lines += fix_column_order(page_lines(pg, no), float(pg.mediabox.width))
+    try:
+        for no in (page, page + 1):
+            if 1 <= no <= len(reader.pages):
+                pg = reader.pages[no - 1]
+                with contextlib.suppress(PageTooLarge):  # its text was never read: nothing to find
+                    lines += fix_column_order(_read_page(pg, no, pdfdoc, None),
+                                              float(pg.mediabox.width))
+    finally:
+        _close_pdfium(pdfdoc)
     return quote_boxes(lines, quote)
 
 

@@ -1,4 +1,4 @@
-"""PDF → repaired text lines with layout evidence (pypdf only).
+"""PDF → repaired text lines with layout evidence (PDFium characters, or pypdf's visitor).
 
 Heading detection needs more than ``page.extract_text()``: it needs to know which line is set in a
 bigger or bolder font than the body, where a line sits on the page (running headers and footers
@@ -8,6 +8,10 @@ LaTeX output is the reading order even in two columns.  This module turns those 
 :class:`Line` objects and repairs them: NFKC (ligatures), stamp/header/footer/page-number removal.
 Joining lines into prose (de-hyphenation) is done later by :func:`join_lines`, because whether a
 broken word should be re-joined depends on the vocabulary of the whole document.
+
+:func:`pdfium_page_lines` builds the same lines from PDFium's text page instead (the default:
+less CPU -- pypdf re-reads every form XObject's fonts -- and real glyph boxes on every run);
+the rules downstream see the same evidence either way (``benchmarks/RESULTS-headings.md``).
 """
 
 from __future__ import annotations
