@@ -237,7 +237,7 @@ def main() -> int:
     try:
         uv = None
         t = t0
-        if have != want and not refresh and not args.dev:
+        if have != want and not args.dev:
             # uv first, with this python's pip: then the venv needs no pip of its own (making
             # one costs 5-15 s of ensurepip), and uv does every install
             uv = find_uv([sys.executable], scratch)
@@ -249,7 +249,7 @@ def main() -> int:
         if have != want:
             if refresh:
                 # same dependencies, the plugin moved (an update): refresh the package alone
-                inst = Installer(py, None if os.environ.get("EPISTEME_NO_UV") else shutil.which("uv"))
+                inst = Installer(py, uv or (None if os.environ.get("EPISTEME_NO_UV") else shutil.which("uv")))
                 if not inst.uv:
                     ensure_pip(py)
                 target = ["-e", str(REPO)] if args.dev else [str(package_source(scratch))]
