@@ -2,7 +2,7 @@
 PY ?= python3
 VENV ?= .venv
 
-.PHONY: setup test test-portable demo lint
+.PHONY: setup test test-portable demo lint docs docs-check
 
 NPM_PREFIX ?= $(HOME)/.cache/episteme-npm
 
@@ -15,7 +15,8 @@ setup:
 
 # Set up (venv, dependencies, embedding model, chromium) and run the whole test suite.
 test: setup
-	$(VENV)/bin/python -m ruff check plugin tests benchmarks
+	$(VENV)/bin/python -m ruff check plugin tests benchmarks tools
+	PYTHONPATH=plugin $(VENV)/bin/python tools/docs_check.py --check
 	PYTHONPATH=plugin $(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -n 2 -q
 	$(MAKE) test-portable
@@ -31,3 +32,12 @@ test-portable:
 demo:
 	$(PY) plugin/scripts/setup_env.py --venv $(VENV)
 	bash examples/demo.sh $(VENV)
+
+# Docs that cannot drift (tools/docs_check.py): rerun the commands README.md and the skills
+# show and rewrite their output.  `make test` runs the fast `--check`; `docs` also reruns the
+# ingest and chat examples (about 30 s) and rewrites examples/demo-wiki from a fresh ingest.
+docs:
+	PYTHONPATH=plugin $(VENV)/bin/python tools/docs_check.py --slow
+
+docs-check:
+	PYTHONPATH=plugin $(VENV)/bin/python tools/docs_check.py --check --slow
