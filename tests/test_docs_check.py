@@ -78,3 +78,16 @@ def test_unknown_option_is_an_error(tmp_path):
     doc = _doc(tmp_path, "x\n", marker="<!-- docs-check fast-please -->")
     proc = _run("--check", str(doc))
     assert proc.returncode != 0 and "unknown docs-check option" in proc.stderr
+
+
+def test_a_figure_not_in_its_results_file_fails(tmp_path):
+    results = REPO / "benchmarks" / "RESULTS-graph.md"
+    doc = tmp_path / "figures.md"
+    doc.write_text(
+        "| stats | 123.456 s <!-- figures: benchmarks/RESULTS-graph.md --> |\n", encoding="utf-8")
+    assert "123.456" not in results.read_text(encoding="utf-8")
+    proc = _run("--check", str(doc))
+    assert proc.returncode == 1 and "123.456 not in benchmarks/RESULTS-graph.md" in proc.stderr
+    doc.write_text("| stats | 10k pages, no decimals <!-- figures: benchmarks/RESULTS-graph.md -->\n",
+                   encoding="utf-8")
+    assert _run("--check", str(doc)).returncode == 0

@@ -25,6 +25,11 @@ script that no longer exists fails the check.
                                           writes must equal examples/demo-wiki (rewritten
                                           without --check)
 
+Measured figures: a line that carries ``<!-- figures: benchmarks/RESULTS-x.md -->`` (an
+inline comment, so it fits in a table row) must quote that file: every decimal figure of the
+line (``0.90``, ``3.59×``, ``1.70×``) has to occur in it, so a README figure cannot drift from
+the committed benchmark result.
+
 Volatile bits are normalised before comparing: timings (``0.24 s``), ISO timestamps, the
 scratch folder's path, and today's date (the fixed wiki's dates are moved to today in the
 copy, so memory tiers stay "active", and back to ``FIXED_DATE`` in the output).  When only
@@ -275,6 +280,28 @@ def wiki_files(root: Path) -> dict[str, str]:
     return out
 
 
+FIGURES = re.compile(r"<!--\s*figures:\s*(?P<file>[^\s>]+)\s*-->")
+_DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def check_figures(path: Path, lines: list[str]) -> list[str]:
+    """Problems with the lines that say where their figures come from."""
+    problems = []
+    for n, line in enumerate(lines, 1):
+        m = FIGURES.search(line)
+        if not m:
+            continue
+        src = (REPO / m["file"]).resolve()
+        if not src.is_file() or REPO not in src.parents:
+            problems.append(f"{_rel(path)}:{n}: figures file {m['file']} not found")
+            continue
+        known = set(_DECIMAL.findall(src.read_text(encoding="utf-8")))
+        missing = [x for x in _DECIMAL.findall(FIGURES.sub("", line)) if x not in known]
+        if missing:
+            problems.append(f"{_rel(path)}:{n}: {', '.join(missing)} not in {m['file']}")
+    return problems
+
+
 def _rel(path: Path) -> str:
     """A doc's name as printed: relative to the checkout when it is inside it."""
     try:
@@ -315,6 +342,9 @@ def main(argv: list[str] | None = None) -> int:
         for path in files:
             text = path.read_text(encoding="utf-8")
             lines = text.split("\n")
+            for problem in check_figures(path, lines):
+                print(problem, file=sys.stderr)
+                differ += 1
             new = list(lines)
             for block in reversed(find_blocks(path, lines)):
                 if block.slow and not args.slow:
@@ -341,7 +371,8 @@ def main(argv: list[str] | None = None) -> int:
                 path.write_text("\n".join(new), encoding="utf-8")
                 print(f"rewrote {rel}", file=sys.stderr)
     if differ and not args.check:
-        print(f"docs-check: {differ} block(s) failed to run", file=sys.stderr)
+        print(f"docs-check: {differ} block(s) failed to run or figure(s) not found",
+              file=sys.stderr)
         return 1
     if differ:
         print(f"docs-check: {differ} doc(s) differ from the real output; "
