@@ -14,7 +14,12 @@ import sys
 
 import pytest
 from ingested_wiki import wiki_settings
-from serverlive import LiveServer
+from serverlive import (  # noqa: F401  (written_template is a fixture)
+    ATTENTION_Q,
+    LiveServer,
+    half_invented_answer,
+    written_template,
+)
 from uibrowser import REPO, SHOTS
 
 LINKER = """---
@@ -132,3 +137,40 @@ def test_answer_view_resolves_an_answers_links(link_wiki):
     assert [(x["page"], x["dangling"], x["plain"]) for x in v["links"]] == [
         ("target.md", False, "the goal"), (None, True, "Nowhere Page")]
     assert answer_view(link_wiki, "No links here.") == {"text": "No links here.", "links": []}
+
+
+def test_answer_links_render_with_citations_and_marks(written_template, tmp_path,  # noqa: F811
+                                                     fake_anthropic, page):
+    """An answer with a [[link]] inside a claim: the link is drawn where the server resolved it
+    (the page `episteme graph` names for it), and the claim marks still land around it."""
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(written_template / "wiki", wiki)
+    top, answer = half_invented_answer(wiki)
+    answer = answer.replace("Multi-head attention", "[[Multi-Head Attention|Multi-head attention]]", 1)
+    assert "[[Multi-Head Attention|" in answer
+    env = dict(os.environ, PYTHONPATH=str(REPO / "plugin"))
+    seed = subprocess.run([sys.executable, "-m", "episteme.cli", "graph", "--wiki", str(wiki),
+                           "--mode", "neighbors", "--seed", "Multi-Head Attention"],
+                          capture_output=True, text=True, env=env, timeout=60)
+    expected = json.loads(seed.stdout)["seed"] if seed.returncode == 0 else None
+    fake_anthropic.enqueue(fake_anthropic.tool_use_response(
+        "answer", {"answer": answer, "sections_used": [top]}))
+    settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
+    with LiveServer(settings, write_mode="extractive") as srv:
+        page.goto(srv.url + "/#/chat")
+        page.fill("#chat-input", ATTENTION_Q)
+        page.press("#chat-input", "Enter")
+        page.wait_for_selector(".turn:not(.pending) [data-testid=answer]", timeout=120_000)
+        links = page.query_selector_all("[data-testid=answer] a.wikilink")
+        assert len(links) == 1 and links[0].inner_text() == "Multi-head attention"
+        if expected is None:
+            assert "dangling" in links[0].get_attribute("class")
+        else:
+            assert links[0].get_attribute("data-page") == expected
+        text = page.inner_text("[data-testid=answer]")
+        assert "[[" not in text and "\ue000" not in text
+        assert page.query_selector_all("[data-testid=answer] .cite"), "the true claim is cited"
+        marked = page.query_selector_all("[data-testid=answer] mark.unsupported")
+        assert marked and "Moon" in marked[0].inner_text()
