@@ -6,7 +6,7 @@ VENV ?= .venv
 # `.venv` is such a link (made by `make setup` when there is no .venv yet).
 VENV_HOME ?= $(HOME)/.cache/episteme/dev-venvs/$(notdir $(CURDIR))-$(shell printf %s "$(CURDIR)" | cksum | cut -d' ' -f1)
 
-.PHONY: setup test test-portable demo lint lock
+.PHONY: setup test test-portable demo lint lock docs docs-check
 
 NPM_PREFIX ?= $(HOME)/.cache/episteme-npm
 
@@ -21,7 +21,8 @@ setup:
 
 # Set up (venv, dependencies, embedding model, chromium) and run the whole test suite.
 test: setup
-	$(VENV)/bin/python -m ruff check plugin tests benchmarks
+	$(VENV)/bin/python -m ruff check plugin tests benchmarks tools
+	PYTHONPATH=plugin $(VENV)/bin/python tools/docs_check.py --check
 	PYTHONPATH=plugin $(VENV)/bin/lint-imports
 	$(VENV)/bin/python -m pytest -n 2 -q
 	$(MAKE) test-portable
@@ -44,3 +45,12 @@ lock:
 demo:
 	$(PY) plugin/scripts/setup_env.py --venv $(VENV)
 	bash examples/demo.sh $(VENV)
+
+# Docs that cannot drift (tools/docs_check.py): rerun the commands README.md and the skills
+# show and rewrite their output.  `make test` runs the fast `--check`; `docs` also reruns the
+# ingest and chat examples (about 30 s) and rewrites examples/demo-wiki from a fresh ingest.
+docs:
+	PYTHONPATH=plugin $(VENV)/bin/python tools/docs_check.py --slow
+
+docs-check:
+	PYTHONPATH=plugin $(VENV)/bin/python tools/docs_check.py --check --slow
