@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EpistemeError
+from ..paper import PaperSection
 from .headings import (
     APPENDIX_NUMBERED,
     KNOWN,
@@ -53,45 +54,6 @@ class PdfError(EpistemeError):
     def __init__(self, kind: str, message: str):
         super().__init__(message, details={"kind": kind})
         self.kind = kind
-
-
-@dataclass
-class PaperSection:
-    number: str
-    title: str
-    level: int
-    kind: str  # front | abstract | body | references | appendix
-    page_start: int
-    page_end: int
-    text: str
-    page_breaks: list[tuple[int, int]] = field(default_factory=list)
-    #: where each printed line of :attr:`text` is: ``(start, end, page, [x0, y0, x1, y1])``,
-    #: character offsets into :attr:`text` and the line's box in PDF points
-    line_boxes: list[tuple[int, int, int, list[float]]] = field(default_factory=list)
-
-    def boxes_for(self, start: int, end: int) -> list[dict]:
-        """``[{page, bbox, start, end}]``: the boxes of the printed lines that characters
-        ``start:end`` of :attr:`text` were read from (``start``/``end`` relative to ``start``,
-        clipped to the span), so a stored passage can be highlighted without the PDF and a quote
-        inside it narrowed to its own lines."""
-        i = bisect.bisect_right([b[0] for b in self.line_boxes], start) - 1
-        out = []
-        for a, b, page, box in self.line_boxes[max(i, 0):]:
-            if a >= end:
-                break
-            if b <= start or box[2] <= box[0]:
-                continue
-            out.append({"page": page, "bbox": [round(v, 1) for v in box],
-                        "start": max(a, start) - start, "end": min(b, end) - start})
-        return out
-
-    def page_at(self, offset: int) -> int:
-        """The 1-based page on which character ``offset`` of :attr:`text` is printed."""
-        if not self.page_breaks:
-            return self.page_start
-        starts = [o for o, _ in self.page_breaks]
-        i = bisect.bisect_right(starts, max(offset, 0)) - 1
-        return self.page_breaks[max(i, 0)][1]
 
 
 @dataclass
@@ -588,7 +550,7 @@ def _section(lines: list[Line], vocab: set[str], number: str, title: str, level:
     if not breaks:
         breaks = [(0, page)]
     return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks,
-                        spans)
+                        line_boxes=spans)
 
 
 def _build_sections(lines: list[Line], heads: list[Heading],
