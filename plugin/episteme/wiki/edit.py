@@ -43,19 +43,7 @@ import yaml
 
 from ..errors import EpistemeError, NotFoundError, UsageError
 from ..fsutil import atomic_write_text, safe_join, sanitize_filename, slugify, wiki_lock
-from .files import iter_page_files
-from .sections import (
-    LOOSE_MARKER_RE,
-    SECTION_ID_RE,
-    ParsedPage,
-    SectionFormatError,
-    WikiSection,
-    format_section_id,
-    parse_page,
-    section_number,
-    split_frontmatter,
-)
-from .files import is_structural
+from .files import is_structural, iter_page_files
 from .frontmatter import NEVER_CLOSED_ERROR, parse_frontmatter, yaml_frontmatter
 from .index import (
     INDEX_JSON,
@@ -64,6 +52,7 @@ from .index import (
     IndexMd,
     append_log,
     index_json_row,
+    index_md_page,
     join_index_json,
     make_log_entry,
     parse_index_json,
@@ -74,6 +63,17 @@ from .index import (
     section_sort_key,
     write_index_json,
     write_index_md,
+)
+from .sections import (
+    LOOSE_MARKER_RE,
+    SECTION_ID_RE,
+    ParsedPage,
+    SectionFormatError,
+    WikiSection,
+    format_section_id,
+    parse_page,
+    section_number,
+    split_frontmatter,
 )
 
 PAGE_TYPES = ("paper", "concept", "method", "entity", "comparison", "synthesis", "note")
@@ -641,8 +641,8 @@ def find_section(wiki: str | os.PathLike, section_id: str) -> tuple[str, WikiSec
     """Locate a section by id: the page ``index.md`` names first, a full scan as a fallback."""
     if not SECTION_ID_RE.match(section_id or ""):
         raise UsageError(f"invalid section id {section_id!r} (expected sec_NNN)")
-    entry = read_index_md(wiki).entries.get(section_id)
-    candidates = [entry.page] if entry and entry.page else []
+    listed = index_md_page(wiki, section_id)
+    candidates = [listed] if listed else []
     for rel in candidates + [p for p in iter_page_paths(wiki) if p not in candidates]:
         path = Path(wiki) / rel
         try:
