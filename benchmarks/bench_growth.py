@@ -52,6 +52,7 @@ import growth_corpus  # noqa: E402
 
 ROOT = Path(os.environ.get("EPISTEME_GROWTH_DIR", "/tmp/episteme-growth"))
 LEVELS = (10, 100, 300)
+SNAPSHOTS = (10, 50, 100, 150, 200, 250, 300)  # levels measurable if the build is cut short
 PROBE_SEEDS = range(5000, 5003)
 TODAY = dt.date(2026, 12, 1)
 CLEAN_ENV = {k: v for k, v in os.environ.items()
@@ -117,7 +118,7 @@ def build(args) -> None:
         state["seconds"][pdf.name] = [round(t_ing, 3), round(t_w, 3), res.get("passages")]
         state_path.write_text(json.dumps(state), encoding="utf-8")
         bar.update(1)
-        if n in LEVELS:
+        if n in SNAPSHOTS:
             _snapshot(n)
     bar.close()
 
@@ -174,12 +175,16 @@ def probe_ingest(level_wiki: Path, emb) -> dict:
     return {"store": statistics.mean(store), "write": statistics.mean(write), "probe_pages": pages}
 
 
+CHAT_QUESTIONS = 24  # the first N dev questions (all 48 cost minutes per level on a loaded machine)
+
+
 def chat_and_retrieve(wiki: Path) -> dict:
     import bench_trace
     from episteme.query.chat import QueryEngine
 
     settings = _settings(wiki)
-    items = [json.loads(x) for x in bench_trace.GOLD.read_text(encoding="utf-8").splitlines() if x.strip()]
+    items = [json.loads(x) for x in bench_trace.GOLD.read_text(encoding="utf-8").splitlines()
+             if x.strip()][:CHAT_QUESTIONS]
     engine = QueryEngine(settings)
     engine.chat("warm up the engine", mode="offline")
     times = []
@@ -199,9 +204,9 @@ def measure_level(n: int, emb, rebuild_max: int) -> dict:
     wiki = ROOT / f"level-{n}" / "wiki"
     if not wiki.is_dir():
         raise SystemExit(f"no snapshot {wiki}: run `bench_growth.py build` first")
-    from episteme.stores.sqlite import Store
+    from episteme.stores.sqlite import open_store
 
-    with Store(_settings(wiki).sqlite_path, readonly=True) as st:
+    with open_store(_settings(wiki)) as st:  # read-write: migrates an older snapshot's schema
         papers = len(st.papers())
     out = {"level": n, "papers": papers, "pages": sum(1 for _ in wiki.glob("*.md")),
            "disk_per_paper_mb": _du(wiki) / papers / 2**20}
@@ -258,16 +263,22 @@ def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
 
 
 def measure(args) -> None:
+    """Measure the requested levels (each row saved as ``measure-N.json``), then report every
+    level measured so far (``--report-only``: just the report)."""
     from episteme.stores.embedding import get_embedder
 
-    emb = get_embedder(_settings(ROOT / f"level-{LEVELS[0]}" / "wiki"))
-    levels = [n for n in LEVELS if n in args.levels]
-    rows = []
-    for n in levels:
-        rows.append(measure_level(n, emb, args.rebuild_max))
-        print(json.dumps(rows[-1]), file=sys.stderr)
+    if not args.report_only:
+        emb = get_embedder(_settings(ROOT / f"level-{SNAPSHOTS[0]}" / "wiki"))
+        for n in args.levels:
+            row = measure_level(n, emb, args.rebuild_max)
+            row["load"] = os.getloadavg()
+            row["measured_at"] = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
+            (ROOT / f"measure-{n}.json").write_text(json.dumps(row), encoding="utf-8")
+            print(json.dumps(row), file=sys.stderr)
+    rows = sorted((json.loads(p.read_text(encoding="utf-8")) for p in ROOT.glob("measure-*.json")),
+                  key=lambda r: r["level"])
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-    load = subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    load = "; ".join(f"{r['level']} papers at {r['measured_at']}: load {r['load'][0]:.1f}" for r in rows)
     state = json.loads((ROOT / "state.json").read_text(encoding="utf-8"))
     notes = [
         f"- The library: the 10 real dev papers (written by the extractive writer), then "
@@ -295,6 +306,7 @@ def main() -> int:
     m = sub.add_parser("measure")
     m.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-growth.md")
     m.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
+    m.add_argument("--report-only", action="store_true")
     m.add_argument("--rebuild-max", type=int, default=10, help="rebuild only levels up to N papers")
     m.add_argument("--filler-pages", type=int, default=5)
     m.add_argument("--write-every", type=int, default=0)

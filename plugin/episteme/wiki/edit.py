@@ -996,6 +996,23 @@ _JSON_ID_RE = re.compile(r'^  "(sec_\d{3,})": ', re.M)
 _MD_ID_RE = re.compile(r"^## (sec_\d{3,})[ \t]*$", re.M)
 
 
+def _last_md_id(text: str) -> str | None:
+    """The id of the last ``## sec_NNN`` entry heading of ``index.md`` text (``None`` if none),
+    searched backwards from the end (where a new entry goes)."""
+    end = len(text)
+    while end > 0:
+        pos = text.rfind("\n## ", 0, end)
+        start = pos + 1 if pos >= 0 else 0
+        eol = text.find("\n", start)
+        m = _MD_ID_RE.match(text, start, eol if eol >= 0 else len(text))
+        if m:
+            return m.group(1)
+        if pos < 0:
+            return None
+        end = pos
+    return None
+
+
 class _IndexFiles:
     """``index.json`` and ``index.md`` as text during a batch, changed entry by entry.
 
@@ -1068,11 +1085,11 @@ class _IndexFiles:
                 self.md_text = text[: pos + 1] + block + text[nxt:]
                 return
         elif pos < 0 and text.endswith("\n"):
-            ids = _MD_ID_RE.findall(text)
-            if not ids:
+            last = _last_md_id(text)  # from the end: not a scan of every entry per write
+            if last is None:
                 self.md_text = text.rstrip("\n") + "\n\n" + block
                 return
-            if section_sort_key(ids[-1]) < section_sort_key(entry.id):  # a new id: goes last
+            if section_sort_key(last) < section_sort_key(entry.id):  # a new id: goes last
                 self.md_text = text + "\n" + block
                 return
         self._md_full(lambda entries: entries.__setitem__(entry.id, entry))
