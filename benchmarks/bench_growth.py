@@ -33,6 +33,7 @@ machine's load, so they show flat-or-growing more reliably than seconds on 2 sha
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -45,7 +46,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "plugin"))
+# the package from PYTHONPATH when one is given (to measure another checkout's code), else ours
+sys.path.insert(len(sys.path) if os.environ.get("PYTHONPATH") else 0, str(REPO / "plugin"))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
 import growth_corpus  # noqa: E402
@@ -163,16 +165,48 @@ def probe_ingest(level_wiki: Path, emb) -> dict:
     settings = _settings(scratch / "wiki")
     probes = [growth_corpus.corpus(1, start=s)[0] for s in PROBE_SEEDS]
     store, write, pages = [], [], []
-    for pdf in probes:
-        t = time.perf_counter()
-        res = ingest_paper(settings, pdf, progress=False, embedder=emb)
-        store.append(time.perf_counter() - t)
-        t = time.perf_counter()
-        write_paper(settings, res["paper"], writer="extractive", embedder=emb, today=TODAY)
-        write.append(time.perf_counter() - t)
-        pages.append(growth_corpus.page_count(pdf))
+    work = {"rows_read": 0, "entries_parsed": 0}
+    with _counting(work):
+        for pdf in probes:
+            t = time.perf_counter()
+            res = ingest_paper(settings, pdf, progress=False, embedder=emb)
+            store.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            write_paper(settings, res["paper"], writer="extractive", embedder=emb, today=TODAY)
+            write.append(time.perf_counter() - t)
+            pages.append(growth_corpus.page_count(pdf))
     shutil.rmtree(scratch, ignore_errors=True)
-    return {"store": statistics.mean(store), "write": statistics.mean(write), "probe_pages": pages}
+    return {"store": statistics.mean(store), "write": statistics.mean(write), "probe_pages": pages,
+            "write_rows_read": work["rows_read"] / len(probes),
+            "write_entries_parsed": work["entries_parsed"] / len(probes)}
+
+
+@contextlib.contextmanager
+def _counting(work: dict):
+    """Count, while the block runs, the section-index rows each refresh reads and the
+    ``index.md`` entries parsed: the work that used to grow with the wiki."""
+    from episteme.query import wikisearch
+    from episteme.wiki import edit, index
+
+    real_refresh, real_parse = wikisearch.WikiSectionIndex._refresh_locked, index.parse_index_md
+
+    def refresh(self):
+        out = real_refresh(self)
+        work["rows_read"] += out.get("rows_read", out["unchanged"] + out["updated"] + out["removed"])
+        return out
+
+    def parse(text):
+        out = real_parse(text)
+        work["entries_parsed"] += len(out.entries)
+        return out
+
+    wikisearch.WikiSectionIndex._refresh_locked = refresh
+    index.parse_index_md = edit.parse_index_md = parse
+    try:
+        yield
+    finally:
+        wikisearch.WikiSectionIndex._refresh_locked = real_refresh
+        index.parse_index_md = edit.parse_index_md = real_parse
 
 
 CHAT_QUESTIONS = 24  # the first N dev questions (all 48 cost minutes per level on a loaded machine)
@@ -216,7 +250,8 @@ def measure_level(n: int, emb, rebuild_max: int) -> dict:
     out.update(chat_and_retrieve(wiki))
     print(f"[{n}] lint, graph stats...", file=sys.stderr)
     out["lint"] = _run(_cli("lint", "--wiki", str(wiki)))
-    out["graph_stats"] = _run(_cli("graph", "stats", "--wiki", str(wiki)))
+    out["graph_stats"] = _run(_cli("graph", "--mode", "stats", "--wiki", str(wiki)))
+    _save(out)  # what is measured so far survives a failure of the rebuild
     if papers <= rebuild_max:
         print(f"[{n}] rebuild...", file=sys.stderr)
         tmp = ROOT / "rebuild"
@@ -224,7 +259,14 @@ def measure_level(n: int, emb, rebuild_max: int) -> dict:
         shutil.copytree(wiki, tmp / "wiki", ignore=shutil.ignore_patterns("*.lock", "tmp"))
         out["rebuild"] = _run(_cli("rebuild", "--wiki", str(tmp / "wiki"), "--no-progress"))
         shutil.rmtree(tmp, ignore_errors=True)
+        _save(out)
     return out
+
+
+def _save(row: dict) -> None:
+    row["load"] = os.getloadavg()
+    row["measured_at"] = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
+    (ROOT / f"measure-{row['level']}.json").write_text(json.dumps(row), encoding="utf-8")
 
 
 def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
@@ -238,8 +280,9 @@ def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
         *notes,
         "",
         "| papers | wiki sections | ingest s/paper, store only (× at 10) | + extractive write s/paper (× at 10) "
-        "| chat warm p50 / p95 | retrieve median | recall@5 | lint | graph stats | rebuild | disk/paper |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| chat warm p50 / p95 | retrieve median | recall@5 | lint | graph stats | rebuild | disk/paper "
+        "| index rows read / index.md entries parsed per paper write |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rb = f"{r['rebuild']:.0f} s" if "rebuild" in r else "not run"
@@ -248,7 +291,8 @@ def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
             f"| {r['write']:.2f} ({r['write'] / base['write']:.2f}×) "
             f"| {r['chat_p50']:.2f} s / {r['chat_p95']:.2f} s | {r['retrieve_ms']:.0f} ms "
             f"| {r['recall5']:.3f} (n={r['n_recall']}) | {r['lint']:.1f} s | {r['graph_stats']:.1f} s "
-            f"| {rb} | {r['disk_per_paper_mb']:.2f} MB |")
+            f"| {rb} | {r['disk_per_paper_mb']:.2f} MB "
+            f"| {r.get('write_rows_read', float('nan')):.0f} / {r.get('write_entries_parsed', float('nan')):.0f} |")
     last = rows[-1]
     total = [(r["store"] + r["write"]) for r in rows]
     lines += [
@@ -267,13 +311,17 @@ def measure(args) -> None:
     level measured so far (``--report-only``: just the report)."""
     from episteme.stores.embedding import get_embedder
 
+    if args.probe_only:  # the write path alone, e.g. with another checkout's code on PYTHONPATH
+        emb = get_embedder(_settings(ROOT / f"level-{SNAPSHOTS[0]}" / "wiki"))
+        for n in args.levels:
+            row = {"level": n, "code": args.probe_only, **probe_ingest(ROOT / f"level-{n}" / "wiki", emb)}
+            (ROOT / f"probe-{n}-{args.probe_only}.json").write_text(json.dumps(row), encoding="utf-8")
+            print(json.dumps(row))
+        return
     if not args.report_only:
         emb = get_embedder(_settings(ROOT / f"level-{SNAPSHOTS[0]}" / "wiki"))
         for n in args.levels:
             row = measure_level(n, emb, args.rebuild_max)
-            row["load"] = os.getloadavg()
-            row["measured_at"] = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
-            (ROOT / f"measure-{n}.json").write_text(json.dumps(row), encoding="utf-8")
             print(json.dumps(row), file=sys.stderr)
     rows = sorted((json.loads(p.read_text(encoding="utf-8")) for p in ROOT.glob("measure-*.json")),
                   key=lambda r: r["level"])
@@ -307,6 +355,7 @@ def main() -> int:
     m.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-growth.md")
     m.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
     m.add_argument("--report-only", action="store_true")
+    m.add_argument("--probe-only", metavar="TAG", help="only the probe ingests, saved as probe-N-TAG.json")
     m.add_argument("--rebuild-max", type=int, default=10, help="rebuild only levels up to N papers")
     m.add_argument("--filler-pages", type=int, default=5)
     m.add_argument("--write-every", type=int, default=0)
