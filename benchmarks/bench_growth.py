@@ -159,24 +159,27 @@ def probe_ingest(level_wiki: Path, emb) -> dict:
     from episteme.compile.writer import write_paper
     from episteme.ingest.pipeline import ingest_paper
 
-    scratch = ROOT / "scratch"
+    scratch = ROOT / f"scratch-{os.getpid()}"
     shutil.rmtree(scratch, ignore_errors=True)
     shutil.copytree(level_wiki, scratch / "wiki", ignore=shutil.ignore_patterns("*.lock", "tmp"))
     settings = _settings(scratch / "wiki")
     probes = [growth_corpus.corpus(1, start=s)[0] for s in PROBE_SEEDS]
-    store, write, pages = [], [], []
+    store, write, pages, store_cpu, write_cpu = [], [], [], [], []
     work = {"rows_read": 0, "entries_parsed": 0}
     with _counting(work):
         for pdf in probes:
-            t = time.perf_counter()
+            t, c = time.perf_counter(), time.process_time()
             res = ingest_paper(settings, pdf, progress=False, embedder=emb)
             store.append(time.perf_counter() - t)
-            t = time.perf_counter()
+            store_cpu.append(time.process_time() - c)
+            t, c = time.perf_counter(), time.process_time()
             write_paper(settings, res["paper"], writer="extractive", embedder=emb, today=TODAY)
             write.append(time.perf_counter() - t)
+            write_cpu.append(time.process_time() - c)
             pages.append(growth_corpus.page_count(pdf))
     shutil.rmtree(scratch, ignore_errors=True)
     return {"store": statistics.mean(store), "write": statistics.mean(write), "probe_pages": pages,
+            "store_cpu": statistics.mean(store_cpu), "write_cpu": statistics.mean(write_cpu),
             "write_rows_read": work["rows_read"] / len(probes),
             "write_entries_parsed": work["entries_parsed"] / len(probes)}
 
@@ -263,6 +266,33 @@ def measure_level(n: int, emb, rebuild_max: int) -> dict:
     return out
 
 
+def _work_table(rows: list[dict]) -> list[str]:
+    """Per-paper write path at each level, CPU seconds (less load-dependent than wall time) and
+    the work counters, for this code and (when measured) main's, on the same probe papers."""
+    def probe(n: int, tag: str) -> dict | None:
+        f = ROOT / f"probe-{n}-{tag}.json"
+        return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+
+    out = ["Per probe paper, CPU seconds of the ingesting process (store only / extractive write) "
+           "and the work that used to grow: section-index rows read by the writer's refreshes, "
+           "`index.md` entries parsed.  `main` is the code before this change, same probes, same "
+           "snapshots.", "",
+           "| papers | this branch: CPU store / write | rows read / entries parsed "
+           "| main: CPU store / write | rows read / entries parsed |", "|---|---|---|---|---|"]
+    for r in rows:
+        ours = r if "store_cpu" in r else probe(r["level"], "ours")
+        main = probe(r["level"], "main")
+
+        def cells(x: dict | None) -> str:
+            if not x or "store_cpu" not in x:
+                return "not measured | not measured"
+            return (f"{x['store_cpu']:.1f} s / {x['write_cpu']:.1f} s "
+                    f"| {x['write_rows_read']:.0f} / {x['write_entries_parsed']:.0f}")
+
+        out.append(f"| {r['papers']} | {cells(ours)} | {cells(main)} |")
+    return out
+
+
 def _save(row: dict) -> None:
     row["load"] = os.getloadavg()
     row["measured_at"] = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
@@ -293,6 +323,7 @@ def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
             f"| {r['recall5']:.3f} (n={r['n_recall']}) | {r['lint']:.1f} s | {r['graph_stats']:.1f} s "
             f"| {rb} | {r['disk_per_paper_mb']:.2f} MB "
             f"| {r.get('write_rows_read', float('nan')):.0f} / {r.get('write_entries_parsed', float('nan')):.0f} |")
+    lines += ["", *_work_table(rows)]
     last = rows[-1]
     total = [(r["store"] + r["write"]) for r in rows]
     lines += [
