@@ -441,7 +441,11 @@ class Tracer:
         nums = list(dict.fromkeys(n.text for n in claim_numbers(claim) if not n.word))
         if not nums:
             return []
-        phrases = ['"' + " ".join(re.findall(r"\d+", n)) + '"' for n in nums]
+        # a scaled value ("15.2 million") may be written "15.2M", which FTS5 reads as the
+        # tokens "15" "2m": its last token is matched as a prefix
+        phrases = ['"' + " ".join(re.findall(r"\d+", n)) + '"'
+                   + ("*" if re.search(r"\d\s*(?:[kKMB]\b|thousand|million|billion|trillion)", n)
+                      else "") for n in nums]
         tries = [phrases]
         if len(phrases) >= 2:
             tries += [phrases[:i] + phrases[i + 1:] for i in range(len(phrases))]
@@ -534,13 +538,18 @@ class Tracer:
                 marks = ",".join("?" * len(chunk))
                 for r in self.store.conn.execute(
                     "SELECT p.id, p.paper_id, p.section_id, p.text, p.page, p.char_start, p.char_end, "
-                    "s.section_title, s.kind FROM passages p JOIN sections s ON s.section_id = p.section_id "
+                    "s.section_title, s.kind, CASE WHEN s.kind = 'table' AND p.char_start > 0 "
+                    "THEN substr(s.section_text, 1, p.char_start) END "
+                    "FROM passages p JOIN sections s ON s.section_id = p.section_id "
                     f"WHERE p.id IN ({marks})", chunk,
                 ):
                     out[r[0]] = {
                         "id": r[0], "paper": r[1], "section_id": r[2], "text": r[3], "page": r[4],
                         "char_start": r[5], "char_end": r[6], "section": r[7], "kind": r[8],
                     }
+                    if r[9]:
+                        # a later chunk of a table: the caption and column header it lacks
+                        out[r[0]]["table_head"] = r[9][:6000]
         return out
 
     # -- trace ---------------------------------------------------------------------------------
