@@ -99,7 +99,7 @@ def stem(word: str) -> str:
     for suffix, repl, min_len in (
         ("ational", "ate", 8), ("ization", "ize", 8), ("ingly", "", 7), ("ments", "", 7),
         ("ment", "", 6), ("ness", "", 6), ("ities", "", 7), ("ity", "", 6), ("ies", "y", 5),
-        ("sses", "ss", 5), ("ing", "", 6), ("ed", "", 5), ("ly", "", 5), ("es", "", 5),
+        ("sses", "ss", 5), ("ings", "", 7), ("ing", "", 6), ("ed", "", 5), ("ly", "", 5), ("es", "", 5),
         ("s", "", 4),
     ):
         if w.endswith(suffix) and len(w) >= min_len:
