@@ -1350,7 +1350,6 @@ def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence)
         return None
     cterms = _stems(re.sub(r"\d", " ", claim))
     ckeys = {e.key for e in cents}
-    nclaim = normalize(claim)
     # what the claim names that a header can name: its entities and its plain words
     items = [(e.key, e.start, e.end) for e in cents] + [
         ("w:" + stem(w), s_, e_) for w, s_, e_ in _tokens(claim) if w.isalpha() and len(w) > 2]
@@ -1369,11 +1368,15 @@ def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence)
         squashed = re.sub(r"[^0-9a-z]", "", lab.lower())
         return bool(_stems(lab) & cterms) or any(len(k) >= 3 and k in squashed for k in ckeys)
 
-    def claimed_column(n: Num, r: TableRow) -> tuple[str, int] | None:
+    def claimed_column(n: Num, r: TableRow, aligned: bool = False) -> tuple[str, int] | None:
         """The header name the claim ties ``n`` to: the nearest claim item naming a column."""
         best, dist = None, 1e9
+        # read against the aligned columns, a header one name longer than the row names its
+        # label column first: that name ("Gene", "System") is never a value's column
+        skip = 1 if aligned and len(r.header) == len(r.cells) + 1 else 0
         for key, s_, e_ in items:
-            idx = next((i for i, (t, _a, _b) in enumerate(r.header) if key in hkey(t)), None)
+            idx = next((i for i, (t, _a, _b) in enumerate(r.header)
+                        if i >= skip and key in hkey(t)), None)
             if idx is None:
                 continue
             gap = (s_ - n.end) * 0.6 if s_ >= n.end else (n.start - e_)
@@ -1395,14 +1398,14 @@ def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence)
         verdicts = []
         for r, k in occ:
             col = _column(r, k)
-            want = claimed_column(n, r)
+            want = claimed_column(n, r, aligned=True)
             if col is None or want is None:
                 verdicts.append(None)
                 continue
             verdicts.append(col if col != want[0] and not (hkey(col) & {i[0] for i in items}) else "")
         if verdicts and all(v for v in verdicts):
             r, k = occ[0]
-            want = claimed_column(n, r)
+            want = claimed_column(n, r, aligned=True)
             return ("value_of_other", f"the table gives {text[slice(*r.cells[k])]} under "
                     f"{verdicts[0]}, not under {want[0]}", r.cells[k][0] - shift)
     # two values of one row whose columns the claim names in the other order
