@@ -1299,7 +1299,7 @@ def table_rows(text: str) -> list[TableRow]:
     """The rows of line-laid table text, each with the header line last seen above it (a line
     of 2–16 names and no cells; a long caption line is prose, not a header)."""
     rows: list[TableRow] = []
-    header: list[tuple[str, int, int]] | None = None
+    header: tuple[list, list] | None = None
     pos = 0
     for line in text.split("\n"):
         a, b = pos, pos + len(line)
@@ -1313,9 +1313,18 @@ def table_rows(text: str) -> list[TableRow]:
         label = body[:cells[0][0] - a].strip(" -\t") if cells else ""
         if not cells or inner > 3 or len(label.split()) > 10:
             if 2 <= len(toks) <= _HEADER_MAX_TOKENS:
-                header = toks
+                # names split at spaces, and at tabs (a tab-separated header may hold
+                # multi-word names: "Alpha Bank\tBeta Bank")
+                tabbed = [(m.group(0).strip(), a + m.start(), a + m.end())
+                          for m in re.finditer(r"[^\t]+", line) if m.group(0).strip()]
+                header = (toks, tabbed)
             continue
-        rows.append(TableRow(label, a, b, cells, header))
+        cols = None
+        if header is not None:
+            toks_h, tabbed = header
+            fits = (len(cells), len(cells) + 1)
+            cols = tabbed if len(tabbed) in fits and len(toks_h) not in fits else toks_h
+        rows.append(TableRow(label, a, b, cells, cols))
     return rows
 
 
@@ -1361,6 +1370,14 @@ def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence)
             out.add("w:" + stem(low))
         return out
 
+    def tkeys(tok: str) -> set[str]:
+        """A header name's keys, and its words' keys when it has several words."""
+        out = hkey(tok)
+        if " " in tok:
+            for w in tok.split():
+                out |= hkey(w)
+        return out
+
     def row_named(r: TableRow) -> bool:
         lab = r.label
         if not lab:
@@ -1375,10 +1392,10 @@ def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence)
         # label column first: that name ("Gene", "System") is never a value's column
         skip = 1 if aligned and len(r.header) == len(r.cells) + 1 else 0
         for key, s_, e_ in items:
-            idx = next((i for i, (t, _a, _b) in enumerate(r.header)
-                        if i >= skip and key in hkey(t)), None)
-            if idx is None:
-                continue
+            hit = [i for i, (t, _a, _b) in enumerate(r.header) if i >= skip and key in tkeys(t)]
+            if not hit or len({r.header[i][0] for i in hit}) > 1:
+                continue  # names no column, or several ("Bank" of "Alpha Bank", "Beta Bank")
+            idx = hit[0]
             gap = (s_ - n.end) * 0.6 if s_ >= n.end else (n.start - e_)
             if gap < dist:
                 best, dist = (r.header[idx][0], idx), gap
