@@ -111,3 +111,11 @@ def test_relevance_weighs_absent_names_over_absent_words(wiki, embedder):
     finally:
         R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = old
     assert top > before
+
+
+def test_acronym_spelled_out_counts_as_named():
+    from episteme.query.retrieve import _initials
+
+    assert _initials("gan").search("We train Generative Adversarial Nets on MNIST")
+    assert _initials("gans").search("generative adversarial networks")
+    assert not _initials("gan").search("a good answer now")

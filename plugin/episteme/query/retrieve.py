@@ -107,8 +107,26 @@ class Retriever:
         name_mass = sum(idf[t] for t in names)
         # a name counts as present in a section when its page names it (a paper's sections
         # rarely repeat the name of its model)
-        on_page = {t: self.index.pages_with(t, [h.get("page") for h in hits if h.get("page")])
-                   for t in names} if names and hasattr(self.index, "pages_with") else {}
+        on_page: dict[str, set] = {
+            t: self.index.pages_with(t, [h.get("page") for h in hits if h.get("page")])
+            for t in names} if names and hasattr(self.index, "pages_with") else {}
+        # an acronym the page spells out ("GAN" where the paper writes "generative adversarial
+        # nets") is present too: its letters are the initials of consecutive words
+        by_page: dict[str, str] = {}
+        for h in hits:
+            page = h.get("page") or ""
+            # the page's own name counts ("generative-adversarial-nets.md")
+            by_page.setdefault(page, page.rsplit(".", 1)[0].replace("-", " ").replace("_", " "))
+            by_page[page] = by_page[page] + " " + " ".join(
+                (h.get("title") or "", h.get("description") or "", h.get("text") or ""))
+        acr = {t: _initials(t) for t in names if t.isalpha() and 3 <= len(t) <= 6
+               and any(w.isupper() and w.lower() == t for w in question.split())}
+        for t in names:
+            for page, text in by_page.items():
+                pat = acr.get(t)
+                if (pat is not None and pat.search(text)) or t in {stem(w) for w in words(
+                        page.rsplit(".", 1)[0])}:
+                    on_page.setdefault(t, set()).add(page)
         out = []
         for h in hits:
             have = {stem(w) for w in words(" ".join((h.get("title") or "", h.get("description") or "",
@@ -126,6 +144,16 @@ class Retriever:
                 rel *= NAME_FLOOR + (1 - NAME_FLOOR) * share
             out.append(round(rel, 4))
         return out
+
+
+def _initials(acronym: str):
+    """A pattern for words whose initials spell ``acronym`` (a plural "s" ending allowed)."""
+    import re
+
+    letters = acronym.lower().rstrip("s") if len(acronym) > 3 else acronym.lower()
+    # each word of four letters or more: "generative adversarial nets", not "a good answer now"
+    return re.compile(r"\b" + r"[\s-]+".join(re.escape(c) + r"[a-z]{3,}" for c in letters) + r"\b",
+                      re.IGNORECASE)
 
 
 def name_terms(question: str) -> set[str]:
