@@ -444,6 +444,25 @@ class WikiSectionIndex:
                     out[t] = 0
         return out, total
 
+    def pages_with(self, term: str, pages: Iterable[str]) -> set[str]:
+        """Which of ``pages`` have a section containing ``term`` (a light stem, matched as a
+        prefix like :meth:`term_df`): a page names a thing even where one section does not."""
+        pages = list(dict.fromkeys(pages))
+        if not pages or not term:
+            return set()
+        q = '"' + term.replace('"', '""') + '"' + ("*" if len(term) >= 4 and not term.isdigit() else "")
+        marks = ",".join("?" * len(pages))
+        with self._lock:
+            db = self._db()
+            try:
+                rows = db.execute(
+                    "SELECT DISTINCT s.page FROM sections_fts JOIN sections s ON s.pk = "
+                    f"sections_fts.rowid WHERE sections_fts MATCH ? AND s.page IN ({marks})",
+                    [q, *pages]).fetchall()
+            except sqlite3.Error:
+                return set()
+        return {r[0] for r in rows}
+
     def semantic(self, text: str, n: int = 50, *, vector=None) -> list[tuple[str, float]]:
         """``(section id, best cosine similarity)`` best first."""
         if n <= 0 or not (text or "").strip():
