@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EpistemeError, NotFoundError, UsageError
-from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier
+from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier, numbers_in
 
 # Bounds: the work of one trace is at most MAX_CLAIMS claims of at most MAX_CLAIM_WORDS words.
 MAX_CLAIMS = 40
@@ -67,6 +67,16 @@ SUMMARY_TITLES = re.compile(
     r"^(abstract|introduction|conclusions?|summary|concluding remarks|discussion and conclusions?|"
     r"conclusions? and future work)$", re.IGNORECASE)
 SUMMARY_KINDS = ("abstract", "front")
+# A table passage (an object of its own since ingest keeps tables apart: caption + one row per
+# line) matches an answer's words through its caption and row labels, but it *states* values:
+# for claims that assert no number (a qualitative finding, "removing X hurts Y") the sentence
+# of the body that says it is the better citation.  So at the answer level a table passage loses
+# TABLE_PENALTY x the share of the answer's information carried by claims without a number; a
+# claim about a table value (it states a number, as the verifier reads numbers: not
+# "SQuAD v1.1" or "newstest2014") keeps the table at full strength.  The value
+# sits on a plateau: 0.1 to 0.5 give the same dev_trace ranks (RESULTS-verify.md).
+TABLE_PENALTY = 0.25
+TABLE_KINDS = ("table",)
 RUN_FULL = 6  # a shared run of this many words gets the whole run bonus
 #: Claims whose best passage scores below this are reported as unsupported (calibrated in
 #: benchmarks/bench_trace.py on ../shared/data/gold/dev_trace.jsonl; see RESULTS-trace.md).
@@ -735,10 +745,13 @@ class Tracer:
         summary = np.asarray([
             1.0 if info[i]["kind"] in SUMMARY_KINDS or SUMMARY_TITLES.match(_bare_title(info[i]["section"]))
             else 0.0 for i in ids], dtype=np.float32)
+        table = np.asarray([1.0 if info[i]["kind"] in TABLE_KINDS else 0.0 for i in ids],
+                           dtype=np.float32)
+        numeric = np.asarray([1.0 if numbers_in(c) else 0.0 for c in claims], dtype=np.float32)
         pos = {pid: j for j, pid in enumerate(ids)}
         anchored = [[pos[i] for i in ids_c if i in pos] for ids_c in anchored_ids]
         return Pool(list(claims), ids, info, sim, cover, run, score, info_mass, answer_bm25, summary,
-                    anchored)
+                    anchored, table, numeric)
 
     def _encode(self, texts: list[str]):
         """Claim vectors, the ones seen before from a small cache: a server re-traces the same
@@ -807,6 +820,8 @@ class Pool:
     answer_bm25: object  # per passage: BM25 of the whole answer
     summary: object  # per passage: 1 for abstract / introduction / conclusion passages
     anchored: list[list[int]] | None = None  # per claim: pooled passages stating its numbers
+    table: object = None  # per passage: 1 for a table object's passage (see TABLE_PENALTY)
+    numeric: object = None  # per claim: 1 when the claim states a number
 
     def candidates(self, ci: int, k: int) -> list[dict]:
         """Claim ``ci``'s ``k`` best passages, plus the passages that state all (or all but one)
@@ -862,8 +877,12 @@ class Pool:
         w = mass / mass.sum() if mass.sum() > 0 else np.full(len(mass), 1.0 / len(mass), np.float32)
         bm = np.asarray(self.answer_bm25, dtype=np.float32)
         bm = bm / bm.max() if bm.max() > 0 else bm
-        return (self.score.max(axis=0) + (w[:, None] * self.score).sum(axis=0)
-                + W_ANSWER_BM25 * bm - SUMMARY_PENALTY * self.summary)
+        agg = (self.score.max(axis=0) + (w[:, None] * self.score).sum(axis=0)
+               + W_ANSWER_BM25 * bm - SUMMARY_PENALTY * self.summary)
+        if self.table is not None and self.numeric is not None:
+            qualitative = float((w * (1.0 - np.asarray(self.numeric, dtype=np.float32))).sum())
+            agg = agg - TABLE_PENALTY * qualitative * np.asarray(self.table, dtype=np.float32)
+        return agg
 
 
 def _bare_title(section_title: str) -> str:
