@@ -283,13 +283,23 @@ def test_a_qualitative_answer_is_cited_to_the_sentence_that_states_it_not_the_ta
 
 
 def test_claims_stating_numbers_keep_table_passages_at_full_strength(tracer, monkeypatch):
-    """A claim about a table value (it states a number; "SQuAD v1.1"-like names do not count)
-    leaves the table's answer-level score untouched."""
-    pool = tracer.score_pool([c.text for c in split_claims(NUMERIC)[0]], [ATT])
-    assert pool.numeric.all() and pool.table.any()
+    """An answer about a table value (a claim states a number; "SQuAD v1.1"-like names do not
+    count) leaves the tables' answer-level scores untouched, even beside a qualitative claim;
+    an answer stating no number has every table passage lowered by exactly the penalty."""
+    mixed = NUMERIC.split(". ")[0] + ". " + QUALITATIVE
+    for answer in (NUMERIC, mixed):
+        pool = tracer.score_pool([c.text for c in split_claims(answer)[0]], [ATT])
+        assert pool.numeric.any() and pool.table.any()
+        monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.25)
+        with_rule = pool.answer_scores()
+        monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.0)
+        assert np.allclose(with_rule, pool.answer_scores())
+    assert not pool.numeric.all()  # the mixed answer had a qualitative claim
+    pool = tracer.score_pool([c.text for c in split_claims(QUALITATIVE)[0]], [ATT])
+    monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.25)
     with_rule = pool.answer_scores()
     monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.0)
-    assert np.allclose(with_rule, pool.answer_scores())
+    assert np.allclose(pool.answer_scores() - with_rule, 0.25 * pool.table)
     names = tracer.score_pool(["Dropping the objective lowers results on SQuAD v1.1 and newstest2014."],
                               [ATT])
     assert not names.numeric.any()
