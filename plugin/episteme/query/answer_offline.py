@@ -31,6 +31,7 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
 
 from __future__ import annotations
 
+import functools
 import re
 import threading
 from collections.abc import Sequence
@@ -165,6 +166,7 @@ def clean_sentence(text: str) -> str:
     return s
 
 
+@functools.lru_cache(maxsize=50_000)
 def is_answer_sentence(s: str) -> bool:
     """A whole, self-standing sentence worth quoting: :data:`MIN_WORDS` to :data:`MAX_WORDS`
     words, starts like a sentence and ends like one, mostly words (not a formula or a table
