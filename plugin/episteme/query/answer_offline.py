@@ -24,9 +24,10 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
 * **Checked by the tracer**: the chosen sentences are traced to the papers; one the trace does
   not support (``verdict`` other than ``supported`` when the tracer reports verdicts, else
   ``supported``) is dropped, so an offline answer never states what its own trace rejects.
-* **Honest abstention**: when retrieval says the wiki does not cover the question
-  (``covered`` false) or no sentence reaches :data:`MIN_EVIDENCE`, the answer says so and names
-  the closest topics instead of quoting filler.
+* **Honest abstention**: when no sentence reaches :data:`MIN_EVIDENCE` — or, when retrieval
+  says the wiki does not cover the question (``covered`` false), the higher
+  :data:`MIN_EVIDENCE_UNCOVERED` (the papers the nearest sections point to may still answer it
+  plainly) — the answer says so and names the closest topics instead of quoting filler.
 """
 
 from __future__ import annotations
