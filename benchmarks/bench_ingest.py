@@ -30,12 +30,12 @@ CLEAN_ENV = {k: v for k, v in os.environ.items()
              if not k.startswith(("WIKI_", "SQLITE_", "CHROMA_", "EMBEDDING_"))}
 
 
-def run_measured(cmd: list[str]) -> tuple[float, float, str, float]:
+def run_measured(cmd: list[str], env: dict | None = None) -> tuple[float, float, str, float]:
     """(wall seconds, peak RSS MiB, stdout, CPU seconds user+sys) of one child process.  CPU
     time is reported too because wall time on this shared machine depends on the neighbours."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=CLEAN_ENV)
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env or CLEAN_ENV)
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
         proc.returncode = os.waitstatus_to_exitcode(status)
@@ -47,14 +47,15 @@ def run_measured(cmd: list[str]) -> tuple[float, float, str, float]:
         return wall, usage.ru_maxrss / 1024.0, out.read().decode(), cpu
 
 
-def bench_ingest(runs: int) -> dict:
+def bench_ingest(runs: int, engine: str | None = None) -> dict:
     walls, rss, reported, cpus = [], [], [], []
     passages = sections = 0
+    env = {**CLEAN_ENV, "EPISTEME_PDF_CHARS": engine} if engine else None
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as tmp:
             wall, peak, stdout, cpu = run_measured(
                 [sys.executable, "-m", "episteme.cli", "ingest", str(PAPER), "--wiki",
-                 str(Path(tmp) / "wiki"), "--no-progress"])
+                 str(Path(tmp) / "wiki"), "--no-progress"], env)
             data = json.loads(stdout)
             walls.append(wall)
             cpus.append(cpu)
@@ -92,7 +93,7 @@ def bench_stages() -> dict:
         t0 = time.perf_counter()
         ingest_paper(s, PAPER, progress=False, embedder=emb)
         t_all = time.perf_counter() - t0
-    return {"model load": t_load, "split (pypdf)": t_split, "passages": t_chunk,
+    return {"model load": t_load, "split": t_split, "passages": t_chunk,
             "embed": t_embed, "whole ingest_paper, warm": t_all, "texts": texts}
 
 
@@ -126,14 +127,75 @@ def bench_models(texts: list[str], runs: int) -> dict:
                                    == np.argmax(vecs["st"] @ vecs["st"][:5].T, 0)))}
 
 
+LONG = REPO.parent / "shared" / "data" / "papers-more" / "jss_timp_v18i03_2007.pdf"  # 46 pages
+
+
+def bench_engines(runs: int) -> str:
+    """pypdf's visitor vs PDFium's text page as the splitter's character source, in one run
+    (interleaved, so the machine's load hits both alike): split CPU/wall of the 15-page
+    Attention paper and a 46-page journal report, and end-to-end ``episteme ingest``."""
+    from episteme.pdf.split import split_pdf
+
+    engines = ("pypdf", "pdfium")
+    split: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for _ in range(runs):
+        for pdf in (PAPER, LONG):
+            for eng in engines:
+                os.environ["EPISTEME_PDF_CHARS"] = eng
+                t0, c0 = time.perf_counter(), time.process_time()
+                split_pdf(pdf)
+                split.setdefault((pdf.name, eng), []).append(
+                    (time.perf_counter() - t0, time.process_time() - c0))
+    os.environ.pop("EPISTEME_PDF_CHARS", None)
+    ing = {eng: {"wall": [], "cpu": []} for eng in engines}
+    for _ in range(runs):
+        for eng in engines:
+            got = bench_ingest(1, eng)
+            ing[eng]["wall"] += got["wall"]
+            ing[eng]["cpu"] += got["cpu"]
+    med = statistics.median
+    rows = ["| measure | pypdf visitor (baseline) | PDFium text page | ratio pypdf / PDFium "
+            "(wall; CPU) | target |", "|---|---|---|---|---|"]
+    for name, pages, target in ((PAPER.name, 15, ""), (LONG.name, 46, "≤ 5 s")):
+        a, b = split[(name, "pypdf")], split[(name, "pdfium")]
+        aw, ac = med(x[0] for x in a), med(x[1] for x in a)
+        bw, bc = med(x[0] for x in b), med(x[1] for x in b)
+        rows.append(f"| `split` {name} ({pages} pages), wall (CPU) | {aw:.2f} s ({ac:.2f} s) | "
+                    f"{bw:.2f} s ({bc:.2f} s) | {aw / bw:.2f}×; {ac / bc:.2f}× | {target} |")
+    a, b = ing["pypdf"], ing["pdfium"]
+    rows.append(f"| `episteme ingest` Attention, fresh process, wall (CPU) | {med(a['wall']):.2f} s "
+                f"({med(a['cpu']):.2f} s) | {med(b['wall']):.2f} s ({med(b['cpu']):.2f} s) | "
+                f"{med(a['wall']) / med(b['wall']):.2f}×; {med(a['cpu']) / med(b['cpu']):.2f}× "
+                "| ≤ 20 s |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--write", type=Path, default=None, help="also write the table to this file")
+    ap.add_argument("--engines", action="store_true",
+                    help="only compare the splitter's character sources (pypdf vs PDFium)")
     args = ap.parse_args()
     if not PAPER.exists():
         print(f"missing {PAPER}", file=sys.stderr)
         return 2
+    if args.engines:
+        load_before = os.getloadavg()
+        t_start = time.perf_counter()
+        table = bench_engines(args.runs)
+        text = "\n".join([
+            "# Splitter character source: pypdf visitor vs PDFium text page", "",
+            f"Produced by `PYTHONPATH=plugin .venv/bin/python benchmarks/bench_ingest.py --engines "
+            f"--runs {args.runs}`. Machine: {os.cpu_count()} cores, Python "
+            f"{platform.python_version()}; {dt.datetime.now(dt.timezone.utc):%Y-%m-%d %H:%M} UTC; "
+            f"load average {load_before[0]:.1f} before, {os.getloadavg()[0]:.1f} after "
+            f"({time.perf_counter() - t_start:.0f} s). Medians of {args.runs} interleaved runs; "
+            "the ratios are the figures to read on this shared machine.", "", table, ""])
+        print(text)
+        if args.write:
+            args.write.write_text(text, encoding="utf-8")
+        return 0
     load_before = os.getloadavg()
     t_start = time.perf_counter()
     ing = bench_ingest(args.runs)

@@ -40,7 +40,8 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO / "plugin"))
+PLUGIN = Path(os.environ.get("EPISTEME_BENCH_PLUGIN", REPO / "plugin"))
+sys.path.insert(0, str(PLUGIN))
 sys.path.insert(0, str(REPO / "benchmarks"))
 SHARED = Path(os.environ.get("EPISTEME_SHARED", REPO.parent / "shared")).resolve()
 GOLD = SHARED / "data" / "gold" / "dev_verify.jsonl"
@@ -110,6 +111,52 @@ def measures(rows: list[dict]) -> dict:
     return out
 
 
+#: The papers whose misses were read while building the table / language-pair / specificity
+#: rules of session 4 ("tuned"); the other half is reported apart ("held out" as far as those
+#: rules go — earlier sessions' rules were built on all ten).
+TUNED_PAPERS = ("attention_1706.03762v5.pdf", "bert_1810.04805v2.pdf", "citesee_2302.07302v1.pdf",
+                "s2orc_acl2020.pdf", "resnet_1512.03385v1.pdf")
+HELDOUT = REPO / "benchmarks" / "verify_heldout.jsonl"
+PARAPHRASES = REPO / "benchmarks" / "paraphrase_questions.jsonl"
+MORE = SHARED / "data" / "papers-more"
+
+
+def heldout_more() -> dict | None:
+    """Entity-swap claims written for this benchmark over ``papers-more`` (6 papers of other
+    fields and layouts, never read while building the verifier), traced with scope = those
+    papers.  First measured before any rule was changed after reading them."""
+    if not HELDOUT.is_file() or not MORE.is_dir():
+        return None
+    import bench_trace as bt
+
+    papers = sorted(MORE.glob("*.pdf"))
+    target = bt.CACHE / f"more-{bt.papers_key(papers)}"
+    if not (target / "ingest.json").is_file():
+        build = bt.CACHE / f".build-more-{os.getpid()}"
+        build.mkdir(parents=True, exist_ok=True)
+        print(f"ingesting {len(papers)} papers-more into {target} (once)...", file=sys.stderr)
+        proc = subprocess.run([sys.executable, "-m", "episteme.cli", "ingest", *map(str, papers),
+                               "--wiki", str(build / "wiki"), "--no-progress"],
+                              capture_output=True, text=True, cwd=REPO)
+        if proc.returncode != 0:
+            raise SystemExit(f"ingest failed:\n{proc.stderr}")
+        (build / "ingest.json").write_text(proc.stdout, encoding="utf-8")
+        os.replace(build, target)
+    tracer = Tracer(load_settings(target / "wiki", env={}, dotenv=None))
+    rows = []
+    for x in HELDOUT.read_text(encoding="utf-8").splitlines():
+        if x.strip():
+            it = json.loads(x)
+            c = tracer.trace(it["claim"])["claims"][0]
+            rows.append({**it, "verdict": c["verdict"], "code": c["reason"]["code"]})
+    true = [r for r in rows if r["label"] == "supported"]
+    false = [r for r in rows if r["label"] != "supported"]
+    return {"true_kept": sum(r["verdict"] == "supported" for r in true) / len(true),
+            "false_rejected": sum(r["verdict"] != "supported" for r in false) / len(false),
+            "contradicted": sum(r["verdict"] == "contradicted" for r in false) / len(false),
+            "n_true": len(true), "n_false": len(false), "rows": rows}
+
+
 def objective(rows: list[dict]) -> float:
     m = measures(rows)
     return m["true kept"][0] + m["false rejected"][0] + 0.5 * m["contradicted called contradicted"][0]
@@ -159,9 +206,59 @@ def speed(tracer: Tracer, wiki: Path) -> dict:
         cold.append(time.perf_counter() - t)
         if proc.returncode != 0:
             raise SystemExit(f"trace.py failed: {proc.stderr}")
+    # this code and the reference alternately, twice each (the box's load drifts within minutes)
+    rounds, refs = [], []
+    for _ in range(2):
+        rounds.append(warm_measures(tracer))
+        r = reference_speed(wiki)
+        if r:
+            refs.append(r)
+    wm = {k: statistics.median(x[k] for x in rounds) for k in rounds[0]}
+    ref = {k: (statistics.median(x[k] for x in refs) if k != "path" else refs[0][k]) for k in refs[0]} \
+        if refs else None
+    embed = []
+    for i in range(9):
+        t = time.perf_counter()
+        tracer.embedder.encode([f"{x} (embedding check {i})" for x in SPEED_ANSWER.split(". ")])
+        embed.append(time.perf_counter() - t)
     return {"warm_ms": statistics.median(warm) * 1000, "warm_max_ms": max(warm) * 1000,
-            "base_ms": statistics.median(base) * 1000,
-            "cold_s": statistics.median(cold)}
+            "base_ms": statistics.median(base) * 1000, "fresh_ms": wm["fresh_ms"],
+            "warm_alt_ms": wm["warm_ms"], "embed_ms": statistics.median(embed) * 1000,
+            "cold_s": statistics.median(cold), "ref": ref}
+
+
+def warm_measures(tracer: Tracer) -> dict:
+    """Warm 5-claim traces: one claim new per trace (the others repeat, as when a server
+    re-traces an edited answer), and every claim new."""
+    tracer.trace(SPEED_ANSWER)
+    rep, fresh = [], []
+    for i in range(9):
+        t = time.perf_counter()
+        tracer.trace(SPEED_ANSWER + f" Run {i} took place.")
+        rep.append(time.perf_counter() - t)
+        text = " ".join(f"{x.rstrip('.')} in trial {i}." for x in SPEED_ANSWER.split(". "))
+        t = time.perf_counter()
+        tracer.trace(text)
+        fresh.append(time.perf_counter() - t)
+    return {"warm_ms": statistics.median(rep) * 1000, "fresh_ms": statistics.median(fresh) * 1000}
+
+
+def reference_speed(wiki: Path) -> dict | None:
+    """The same measures with another checkout's code (``--reference PLUGIN_DIR``, e.g. the
+    main branch before this work), in the same run: speed as a ratio on a noisy box."""
+    ref = os.environ.get("EPISTEME_REF_PLUGIN")
+    if not ref:
+        return None
+    env = {**os.environ, "EPISTEME_BENCH_PLUGIN": ref, "PYTHONPATH": ref}
+    out = json.loads(subprocess.run([sys.executable, __file__, "--speed-json"], capture_output=True,
+                                    text=True, env=env, check=True).stdout)
+    cold = []
+    for _ in range(3):
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(Path(ref) / "scripts" / "trace.py"), "--wiki", str(wiki),
+                        "--answer", SPEED_ANSWER], capture_output=True, text=True, env=env, check=True)
+        cold.append(time.perf_counter() - t)
+    return {**out, "cold_s": statistics.median(cold), "path": ref}
 
 
 def abstention(written: Path) -> dict | None:
@@ -184,8 +281,18 @@ def abstention(written: Path) -> dict | None:
             out.append(max((s["relevance"] for s in r["sections"]), default=0.0))
         return out
 
+    import episteme.query.retrieve as R
+
+    shipped_w = (R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR)
+    try:  # the weighting before session 4: every absent term in full, no name factor
+        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = 1.0, 1.0
+        before = {k: top_rel(p) for k, p in (("un", UNANSWERABLE), ("para", PARAPHRASES),
+                  ("ans", REPO / "benchmarks" / "retrieval_questions.jsonl"))}
+    finally:
+        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = shipped_w
     un = top_rel(UNANSWERABLE)
     ans = top_rel(REPO / "benchmarks" / "retrieval_questions.jsonl")
+    para = top_rel(PARAPHRASES)
 
     def rates(t, u, a):
         return sum(x < t for x in u) / len(u), sum(x >= t for x in a) / len(a)
@@ -207,7 +314,11 @@ def abstention(written: Path) -> dict | None:
             "fitted": (t_fit, *rates(t_fit, un, ans)),
             "cv": (ts, sum(cv_u) / len(cv_u), sum(cv_a) / len(cv_a)),
             "recall@5": rv["metrics"]["fused"]["recall@5"],
-            "un": sorted(un), "ans": sorted(ans)}
+            "un": sorted(un), "ans": sorted(ans), "para": sorted(para),
+            "para_covered": sum(x >= COVERED_THRESHOLD for x in para) / len(para),
+            "before": {k: (sum(x < COVERED_THRESHOLD for x in v) / len(v) if k == "un" else
+                           sum(x >= COVERED_THRESHOLD for x in v) / len(v)) for k, v in before.items()},
+            "weights": shipped_w}
 
 
 def dev_trace(tracer: Tracer, wiki: Path) -> dict:
@@ -246,10 +357,18 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-verify.md")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--quick", action="store_true", help="shipped thresholds only, print misses")
+    ap.add_argument("--speed-json", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--reference", metavar="PLUGIN_DIR",
+                    help="also time another checkout's plugin/ (e.g. ../main/plugin) in the same run")
     args = ap.parse_args()
-    items = load()
+    if args.reference:
+        os.environ["EPISTEME_REF_PLUGIN"] = str(Path(args.reference).resolve())
     wiki = ensure_wiki()
     tracer = Tracer(load_settings(wiki, env={}, dotenv=None))
+    if args.speed_json:
+        print(json.dumps(warm_measures(tracer)))
+        return 0
+    items = load()
     t0 = time.perf_counter()
     cands = candidates(tracer, items)
     shipped = run(tracer, items, cands, TOPIC_COVER, NUMBER_TOPIC_COVER)
@@ -284,6 +403,35 @@ def main() -> int:
                "hedged rounding) is a partly held-out check; the hidden set is the fair test.\n")
     out += table("All claims", [("shipped", measures(shipped)), ("fitted in-sample", measures(grid[best])),
                                 ("5-fold CV", measures(cv_rows))])
+    tuned = [r for r in shipped if r["paper"] in TUNED_PAPERS]
+    held = [r for r in shipped if r["paper"] not in TUNED_PAPERS]
+    out.append("Split by paper (shipped): **tuned** = the 5 papers whose misses were read while "
+               "building this session's rules (line-laid table columns, language pairs by code, "
+               "value specificity, table row labels): " + ", ".join(f"`{p}`" for p in TUNED_PAPERS)
+               + "; **other half** = the other 5 (number misses of four of them were seen once, when a "
+               "looser anchoring rule broke them — that sets the specificity floor of 4 digits).\n")
+    out += table("By paper half", [("tuned half", measures(tuned)), ("other half", measures(held)),
+                                   ("all", measures(shipped))])
+    hm = heldout_more()
+    if hm:
+        out.append("### Held-out entity swaps on other papers\n")
+        out.append(f"`benchmarks/verify_heldout.jsonl`: {hm['n_true']} true claims and {hm['n_false']} "
+                   "with a swapped row or column name (dataset, tool, compound, gene, parameter), written for "
+                   "this benchmark from the tables of the 6 `papers-more` papers (IR, security, biology, "
+                   "distributed systems), scope = those papers. First measurement, before reading any miss: "
+                   "true kept 10/11, swaps rejected 4/11; one rule was then corrected (a header's label-column "
+                   "name such as \"Gene\" claimed a value — the one true-claim miss), so the row below is no "
+                   "longer fully held out.\n")
+        out.append("| measure | value |\n|---|---|")
+        out.append(f"| true kept | {hm['true_kept']:.3f} |")
+        out.append(f"| swapped rejected | {hm['false_rejected']:.3f} |")
+        out.append(f"| swapped called contradicted | {hm['contradicted']:.3f} |\n")
+        miss = [r for r in hm["rows"] if (r["verdict"] == "supported") != (r["label"] == "supported")]
+        if miss:
+            out.append("Misses: " + "; ".join(f"`{r['id']}` {r['claim']} → {r['verdict']}" for r in miss)
+                       + ". Mostly tables whose header cannot be aligned with the row cells (multi-word "
+                       "names with no tab between them, two header lines), and prose tables whose rows are "
+                       "not lines.\n")
     out.append("### Reasons given (shipped)\n")
     out.append("| gold label | verdict | count | reason codes |")
     out.append("|---|---|---|---|")
@@ -325,6 +473,22 @@ def main() -> int:
         out.append(f"| {t:.3f} (fitted on all, in-sample) | {u:.3f} | {a:.3f} |")
         ts, u, a = ab["cv"]
         out.append(f"| 5-fold CV (thresholds {', '.join(f'{x:.3f}' for x in ts)}) | {u:.3f} | {a:.3f} |\n")
+        bf = ab["before"]
+        out.append(f"Relevance weighting (session 4): an absent ordinary word weighs "
+                   f"{ab['weights'][0]} of its IDF, an absent name (by form) in full, and a section lacking "
+                   f"a question's name (unless its page names it) is scaled by {ab['weights'][1]} + "
+                   f"{1 - ab['weights'][1]:.1f} × the share of the names it has. "
+                   f"Paraphrased answerable questions (`benchmarks/paraphrase_questions.jsonl`, 20 written "
+                   "for this benchmark to avoid the papers' words) covered, at the shipped threshold:\n")
+        out.append("| weighting | unanswerable → not covered | answerable covered | paraphrases covered |")
+        out.append("|---|---|---|---|")
+        out.append(f"| before (all absent terms in full) | {bf['un']:.3f} | {bf['ans']:.3f} | {bf['para']:.3f} |")
+        out.append(f"| shipped | {ab['shipped'][1]:.3f} | {ab['shipped'][2]:.3f} | {ab['para_covered']:.3f} |\n")
+        out.append("The two weights were chosen on a small grid over these three sets (in-sample; the "
+                   "threshold's cross-validation above does not cover them). The demo wiki's question "
+                   "\"Why should a whole section never be embedded as one vector?\" (not in any set) goes "
+                   "from 0.29 (not covered) to 0.53 (covered); the stemmer now reads \"embeddings\" and "
+                   "\"embedded\" alike.\n")
         out.append(f"Retrieval recall@5 on the 50 questions (ranking unchanged by the signal): "
                    f"{ab['recall@5']:.3f}. Top relevance, unanswerable: "
                    f"{', '.join(f'{x:.2f}' for x in ab['un'])}; answerable (lowest 10): "
@@ -335,9 +499,20 @@ def main() -> int:
         out.append(f"Warm in-process `Tracer.trace` (verification included): median {sp['warm_ms']:.0f} ms "
                    f"(max {sp['warm_max_ms']:.0f} ms), against {sp['base_ms']:.0f} ms for the similarity "
                    f"tracer's own work in the same run (embed + pool + rank, no verdicts): "
-                   f"{sp['warm_ms'] / sp['base_ms']:.2f}x. Cold `trace.py` process: median {sp['cold_s']:.2f} s. "
+                   f"{sp['warm_ms'] / sp['base_ms']:.2f}x; every claim new (no cached claim vector): "
+                   f"{sp['fresh_ms']:.0f} ms, of which embedding the claims alone takes {sp['embed_ms']:.0f} ms. "
+                   f"Cold `trace.py` process: median {sp['cold_s']:.2f} s. "
                    f"Load average at the end {' / '.join(f'{x:.1f}' for x in os.getloadavg())} (other helpers' "
                    "work on the same 2 cores): absolute times are inflated accordingly.\n")
+        ref = sp.get("ref")
+        if ref:
+            out.append(f"Same run, reference code `{ref['path']}` (before this session's speed work): warm "
+                       f"{ref['warm_ms']:.0f} ms, every claim new {ref['fresh_ms']:.0f} ms, cold "
+                       f"{ref['cold_s']:.2f} s; this code in the rounds alternating with it: warm "
+                       f"{sp['warm_alt_ms']:.0f} ms, every claim new {sp['fresh_ms']:.0f} ms. Ratios (this / "
+                       f"reference): warm {sp['warm_alt_ms'] / ref['warm_ms']:.2f}x, all-new "
+                       f"{sp['fresh_ms'] / ref['fresh_ms']:.2f}x, "
+                       f"cold {sp['cold_s'] / ref['cold_s']:.2f}x.\n")
     text = "\n".join(out) + "\n"
     print(text)
     if args.write:

@@ -272,6 +272,6 @@ def test_locate_quote_gives_the_lines_it_spans(papers_dir):
     assert len(boxes) == 2 and {b["page"] for b in boxes} == {4}
     x0, _, x1, y1 = boxes[0]["bbox"]
     y1b = boxes[1]["bbox"][3]
-    # the right edge is estimated (pypdf gives no glyph widths): within the page
+    # glyph boxes from PDFium (estimated right edges with the pypdf fallback): within the page
     assert 100 < x0 < x1 <= 612 and y1b < y1  # the second line is below the first
     assert locate_quote(pdf, 4, "a sentence that the paper never prints anywhere") == []

@@ -78,3 +78,44 @@ def test_format_text_cuts_long_text():
                                            "score": 0.5, "description": "", "text": "word " * 500}]}
     text = format_retrieve_text(res, width=100)
     assert "no sources" in text and len(text) < 300 and text.rstrip().endswith("…")
+
+
+def test_name_terms_by_form():
+    from episteme.query.retrieve import name_terms
+
+    assert name_terms("How does RoBERTa mask tokens in T5-11B?") == {"roberta", "t5", "11b"}
+    assert name_terms("Why should a whole section never be embedded as one vector?") == set()
+    assert "whisper" in name_terms("What does Whisper get on LibriSpeech?")
+
+
+def test_relevance_weighs_absent_names_over_absent_words(wiki, embedder):
+    """A paraphrase in other ordinary words stays covered; the same question about a name the
+    wiki never mentions is not, and closest topics are named."""
+    import episteme.query.retrieve as R
+
+    root, _ids = wiki
+    r = Retriever(wiki_settings(root), embedder)
+    para = "Why is the softmax fed with shrunken similarity scores of queries and keys?"
+    named = "Why does Zorblax feed the softmax with shrunken similarity scores of queries and keys?"
+    got = r.retrieve(para, k=3)
+    assert got["covered"] is True
+    top = max(s["relevance"] for s in got["sections"])
+    miss = r.retrieve(named, k=3)
+    assert max(s["relevance"] for s in miss["sections"]) < top * 0.6
+    assert miss["covered"] is False and miss["closest_topics"]
+    # the absent ordinary words weigh less than before (the old weighting: all absent terms in full)
+    old = (R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR)
+    try:
+        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = 1.0, 1.0
+        before = max(s["relevance"] for s in r.retrieve(para, k=3, refresh=False)["sections"])
+    finally:
+        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = old
+    assert top > before
+
+
+def test_acronym_spelled_out_counts_as_named():
+    from episteme.query.retrieve import _initials
+
+    assert _initials("gan").search("We train Generative Adversarial Nets on MNIST")
+    assert _initials("gans").search("generative adversarial networks")
+    assert not _initials("gan").search("a good answer now")

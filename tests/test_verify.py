@@ -121,3 +121,69 @@ def test_trace_verdicts_on_real_papers(tracer):
     assert set(res["unsupported_claims"]) == {c[1]["claim"], c[2]["claim"]}
     # sources list only supported claims' passages
     assert all(s["claim"] == c[0]["claim"] for s in res["sources"])
+
+
+# --------------------------------------------------------------- line-laid tables, language pairs
+
+LINE_TABLE = ("Table 4: Scores of the parsers on three treebanks (higher is better).\n"
+              "System\tAlpha Bank\tBeta Bank\tGamma Bank\n"
+              "Baseline\t71.2 64.0 58.3\n"
+              "OurParser\t79.5 70.1 66.8\n")
+
+
+def test_table_value_read_under_its_column():
+    """A value of a line-laid table belongs to the header name above its cell; the header's
+    first name (the label column) is never a value's column."""
+    ok = verdict("OurParser scores 70.1 on the Beta Bank.", LINE_TABLE)
+    assert ok["verdict"] == SUPPORTED
+    bad = verdict("OurParser scores 70.1 on the Gamma Bank.", LINE_TABLE)
+    assert bad["verdict"] == CONTRADICTED and bad["reason"]["code"] == "value_of_other"
+    assert "Beta" in bad["reason"]["text"] or "Gamma" in bad["reason"]["text"]
+    # "system" names the label column: it cannot take 79.5 away from its own column
+    assert verdict("Our system OurParser scores 79.5 on the Alpha Bank.", LINE_TABLE)["verdict"] == SUPPORTED
+
+
+def test_table_chunk_reads_the_header_of_its_section():
+    """A later chunk of a table (no caption, no header) is read with its section's head: the
+    tracer passes it as ``table_head``."""
+    head = "Table 2: BLEU of the systems.\nModel\nEN-DE EN-FR EN-DE EN-FR\nOld system 20.1 30.2\n"
+    chunk = "Old system 20.1 30.2\nNew system 27.3 38.1\t3.3 · 1018\n"
+    p = [{"text": chunk, "score": 1.0, "table_head": head}]
+    assert Verifier().verify("The new system reaches 27.3 BLEU on English-to-German and 38.1 on "
+                             "English-to-French.", p)["verdict"] == SUPPORTED
+    v = Verifier().verify("The new system reaches 27.3 BLEU on English-to-French and 38.1 on "
+                          "English-to-German.", p)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "values_swapped"
+    # without the head the columns are unknown: no verdict on them
+    assert Verifier().verify("The new system reaches 27.3 BLEU on English-to-French and 38.1 on "
+                             "English-to-German.", [{"text": chunk, "score": 1.0}])["verdict"] != CONTRADICTED
+
+
+def test_language_pairs_read_as_codes_with_direction():
+    from episteme.query.verify import entity_key, lang_pair
+
+    assert lang_pair("English-to-German") == lang_pair("EN-DE") == lang_pair("En→De") == ("en", "de")
+    assert lang_pair("German-English") == ("de", "en")
+    assert lang_pair("Treebank-style") is None and lang_pair("ViT-Large") is None
+    assert entity_key("English-German") == entity_key("EN-DE") != entity_key("DE-EN")
+    assert siblings("English-to-German", "EN-FR") and not siblings("EN-DE", "English-German")
+    p = "On the English to German task the model gains 2 BLEU."
+    assert verdict("On the English-German task the model gains 2 BLEU.", p)["verdict"] == SUPPORTED
+
+
+def test_specific_values_read_past_the_top_passages():
+    """A passage beyond the first K that states all the claim's values (specific enough not to
+    meet by chance) is read; a lone small number is not (it would meet anything)."""
+    filler = [{"text": f"Unrelated prose number {i} about training.", "score": 0.9} for i in range(6)]
+    row = {"text": "Results\nSystem A 41.27 19.85\nSystem B 40.02 18.11", "score": 0.1}
+    v = Verifier().verify("System B reaches 40.02 and 18.11.", filler + [row])
+    assert v["verdict"] == SUPPORTED and v["order"][0] == 6 and v["evidence"] == 6
+    v = Verifier().verify("The model has 3 layers.", filler + [{"text": "It has 3 layers.", "score": 0.1}])
+    assert 6 not in v["order"]
+
+
+def test_row_label_in_a_line_laid_table():
+    t = "Table 1: Records removed by each filter.\nFilter Count\nNo date 12k\nNo venue 0.4M\nDuplicate 7.5M\n"
+    assert verdict("About 7.5 million records were removed as duplicates.", t)["verdict"] == SUPPORTED
+    v = verdict("About 7.5 million records were removed because they had no venue.", t)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "value_of_other"

@@ -39,9 +39,13 @@ def main(argv: list[str] | None = None) -> int:
             result = engine.chat(question, k=args.k, mode=args.mode, top=args.top)
         finally:
             engine.close()
-        from ..pdf.highlight import attach_boxes
+        import functools
 
-        attach_boxes(engine.settings.wiki, result)  # every source gains its highlight boxes
+        from ..pdf.highlight import attach_boxes
+        from ..stores.sqlite import passage_boxes
+
+        attach_boxes(engine.settings.wiki, result,  # every source gains its highlight boxes
+                     stored=functools.partial(passage_boxes, engine.settings))
         if args.render:
             from .show import render_sources
 

@@ -82,9 +82,13 @@ def main(argv: list[str] | None = None) -> int:
                     print(format_usage(result["llm_usage"]), file=sys.stderr)
             elif args.verifier == "claude":
                 raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
-        from ..pdf.highlight import attach_boxes
+        import functools
 
-        attach_boxes(tracer.settings.wiki, result)  # every source gains its highlight boxes
+        from ..pdf.highlight import attach_boxes
+        from ..stores.sqlite import passage_boxes
+
+        attach_boxes(tracer.settings.wiki, result,  # every source gains its highlight boxes
+                     stored=functools.partial(passage_boxes, tracer.settings))
         if args.render:
             from .show import render_sources
 

@@ -522,10 +522,16 @@ def plan_extractive(
 
     # -- topic sections ------------------------------------------------------------------------
     updates: dict[str, Decision] = {}
+    from .objects import objects_paragraph, paper_objects, section_objects
+
+    objects = paper_objects(settings, paper_id)
     for t in topics:
         para = f"From {paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{_quotes(t.sentences)}"
         if t.facts:
             para += f"\n\nDefinitions and key numbers:\n\n{_quotes(t.facts)}"
+        floats = objects_paragraph(section_objects(objects, t.section.number, t.section.title))
+        if floats:
+            para += f"\n\n{floats}"
         if t.related:
             para += "\n\nRelated: " + ", ".join(wikilink(p, label) for p, label in t.related)
         if t.target is not None:

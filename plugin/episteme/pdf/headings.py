@@ -247,7 +247,8 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
                         num = f"{roman_top}.{mm.group('num')}"
                 strong = ln.bold and ln.size >= stats.body_size + 0.8 and not is_run_in
                 ok = (
-                    plausible_title(title, numbered=True, lower_ok=strong)
+                    ln.size >= 0.75 * stats.body_size  # never type much smaller than the body
+                    and plausible_title(title, numbered=True, lower_ok=strong)
                     and (has_evidence(ln, title, stats, run_in=is_run_in)
                          or (isolated and not is_run_in and ln.size >= stats.body_size - 0.5))
                     and bool(cand)

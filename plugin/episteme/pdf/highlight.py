@@ -3,8 +3,9 @@
 ``quote_boxes(pdf, page, quote)`` returns ``[{"page", "bbox": [x0, y0, x1, y1]}]`` (PDF points,
 origin bottom-left), one box per line of the quote.  It is a function of (paper, page, quote)
 only, so any caller -- the server's sources, a contradicted claim's evidence, ``episteme show``
--- gets the same boxes; stored coordinates (when the splitter records them) can be preferred by
-the caller.
+-- gets the same boxes.  :func:`attach_boxes` prefers the boxes stored with each passage at
+ingest (schema v3) and only reads the PDF when they are missing or the quote is not inside the
+stored passage.
 
 The algorithm, and why:
 
@@ -310,16 +311,68 @@ def text_in_box(pdf: str | Path, page: int, bbox: list[float], pad: float = 1.0)
 # ------------------------------------------------------------------------- result decoration
 
 
-def attach_boxes(wiki: Path, result: dict) -> dict:
-    """Give every source and claim passage of a chat/trace ``result`` its ``boxes`` (computed
-    from ``quote``, else the passage text; boxes an item already carries are kept), and a
-    contradicted claim the boxes of its evidence.
+def stored_quote_boxes(boxes: list[dict], passage: str, quote: str | None) -> list[dict]:
+    """The stored line boxes of a passage (``[{page, bbox, start, end}]``, see schema v3)
+    that ``quote`` covers: all of them without a quote, [] when the quote is not in the passage
+    text (whitespace folded), so the caller falls back to finding it in the PDF."""
+    if not boxes:
+        return []
+    if not quote:
+        return [{"page": b["page"], "bbox": b["bbox"]} for b in boxes]
+    at, end = _find_folded(passage or "", quote)
+    if at < 0:
+        return []
+    return [{"page": b["page"], "bbox": b["bbox"]} for b in boxes
+            if int(b.get("start", 0)) < end and int(b.get("end", at + 1)) > at]
+
+
+def _find_folded(text: str, quote: str) -> tuple[int, int]:
+    """(start, end) of ``quote`` in ``text`` with runs of whitespace matching any whitespace;
+    (-1, -1) when absent."""
+    at = text.find(quote)
+    if at >= 0:
+        return at, at + len(quote)
+    import re
+
+    words = quote.split()
+    if not words:
+        return -1, -1
+    m = re.search(r"\s+".join(re.escape(w) for w in words), text)
+    return (m.start(), m.end()) if m else (-1, -1)
+
+
+def attach_boxes(wiki: Path, result: dict, stored=None) -> dict:
+    """Give every source and claim passage of a chat/trace ``result`` its ``boxes`` (from the
+    boxes stored with its passage at ingest when ``stored`` -- a function ``passage ids ->
+    {id: boxes}``, e.g. ``functools.partial(stores.sqlite.passage_boxes, settings)`` -- has
+    them and the quote is inside the passage; else found from ``quote``, else the passage text,
+    in the PDF; boxes an item already carries are kept), and a contradicted claim the boxes of
+    its evidence.
     Never fails the answer: a paper missing from raw/ or an unreadable page gives ``[]``."""
     memo: dict[tuple, list[dict]] = {}
+    saved: dict[str, list[dict]] = {}
+    if stored is not None:
+        ids = [s.get("passage_id") for s in result.get("sources") or [] if isinstance(s, dict)]
+        for c in result.get("claims") or []:
+            if isinstance(c, dict):
+                for key in ("evidence", "passages"):
+                    items = c.get(key)
+                    items = [items] if isinstance(items, dict) else items or []
+                    ids += [i.get("passage_id") for i in items if isinstance(i, dict)]
+        try:
+            saved = stored([i for i in ids if i]) or {}
+        except Exception:  # the store is an optimisation here; the PDF still answers
+            saved = {}
 
     def boxes_for(item: dict) -> list[dict]:
         if isinstance(item.get("boxes"), list) and item["boxes"]:
-            return item["boxes"]  # stored coordinates (from the splitter) win
+            return item["boxes"]  # boxes the item already carries win
+        pid = item.get("passage_id")
+        if pid in saved:
+            got = stored_quote_boxes(saved[pid], item.get("passage") or item.get("text") or "",
+                                     item.get("quote"))
+            if got:
+                return got
         paper = item.get("paper")
         text = item.get("quote") or item.get("passage") or item.get("text") or ""
         if not paper or not text:

@@ -61,7 +61,10 @@ class PdfObject:
 def line_bbox(ln: Line) -> list[float]:
     """An approximate box for a line: pypdf reports where runs start, not their widths, so the
     right edge is estimated from the characters after the last positioned run (about half an
-    em each in the Latin fonts papers use)."""
+    em each in the Latin fonts papers use).  PDFium's glyph boxes are used when the line has them."""
+    exact = ln.bbox
+    if exact is not None:
+        return exact
     if ln.x is None or ln.y is None:
         return [0.0, 0.0, 0.0, 0.0]
     x1 = ln.x

@@ -1,4 +1,5 @@
-"""PDF → logical sections (pypdf only): the deterministic first half of ingest.
+"""PDF → logical sections: the deterministic first half of ingest (pypdf opens, validates and
+decrypts; PDFium reads the characters when pypdfium2 is installed, see :mod:`episteme.pdf.text`).
 
 ``split_pdf`` validates the file, extracts repaired lines (:mod:`episteme.pdf.text`), finds the
 headings — from the PDF outline when there is one, checked against and completed by the printed
@@ -18,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EpistemeError
+from ..paper import PaperSection
 from .headings import (
     APPENDIX_NUMBERED,
     KNOWN,
@@ -26,16 +28,19 @@ from .headings import (
     detect_headings,
     number_parts,
 )
-from .objects import PdfObject, find_objects
+from .objects import PdfObject, find_objects, line_bbox
 from .text import (
     MAX_PAGE_CONTENT_BYTES,
     Line,
     PageTooLarge,
+    _content_bytes,
+    char_engine,
     drop_furniture,
     fix_column_order,
     join_lines,
     normalize_text,
     page_lines,
+    pdfium_page_lines,
     vocabulary,
 )
 
@@ -49,26 +54,6 @@ class PdfError(EpistemeError):
     def __init__(self, kind: str, message: str):
         super().__init__(message, details={"kind": kind})
         self.kind = kind
-
-
-@dataclass
-class PaperSection:
-    number: str
-    title: str
-    level: int
-    kind: str  # front | abstract | body | references | appendix
-    page_start: int
-    page_end: int
-    text: str
-    page_breaks: list[tuple[int, int]] = field(default_factory=list)
-
-    def page_at(self, offset: int) -> int:
-        """The 1-based page on which character ``offset`` of :attr:`text` is printed."""
-        if not self.page_breaks:
-            return self.page_start
-        starts = [o for o, _ in self.page_breaks]
-        i = bisect.bisect_right(starts, max(offset, 0)) - 1
-        return self.page_breaks[max(i, 0)][1]
 
 
 @dataclass
@@ -380,6 +365,72 @@ def _printed_authors(front: list[Line], title: str) -> list[str]:
     return names[:30]
 
 
+def _pdfium_document(data: bytes):
+    """PDFium's view of the same bytes, or None when PDFium cannot open what pypdf could (then
+    the pypdf visitor reads the characters)."""
+    import pypdfium2 as pdfium
+
+    from .render import PDFIUM_LOCK
+
+    try:
+        with PDFIUM_LOCK:  # PDFium is not thread-safe, opening and closing included
+            return pdfium.PdfDocument(data)
+    except Exception:
+        return None
+
+
+def _close_pdfium(pdfdoc) -> None:
+    from .render import PDFIUM_LOCK
+
+    if pdfdoc is not None:
+        with PDFIUM_LOCK, contextlib.suppress(Exception):
+            pdfdoc.close()
+
+
+def _read_page(page, no: int, pdfdoc, rotated: list[str] | None) -> list[Line]:
+    """One page's lines: from PDFium's characters when a PDFium document is open, else from
+    pypdf's visitor.  The content-stream cap is checked first either way (a page over it is
+    never parsed)."""
+    if pdfdoc is None:
+        return page_lines(page, no, rotated)
+    size = _content_bytes(page)
+    if size > MAX_PAGE_CONTENT_BYTES:
+        raise PageTooLarge(no, size)
+    from .render import PDFIUM_LOCK
+
+    with PDFIUM_LOCK:  # PDFium is not thread-safe; the server renders pages concurrently
+        pg = pdfdoc[no - 1]
+        tp = pg.get_textpage()
+        try:
+            return pdfium_page_lines(tp, no, rotated)
+        finally:
+            tp.close()
+            pg.close()
+
+
+def _read_pages(reader, pdfdoc, pages: list, heights: list, warnings: list, rotated: list,
+                oversized: list) -> None:
+    """Every page's lines (with its height) into ``pages``/``heights``; a page that cannot be
+    read becomes an empty page and a warning (one over the content cap is also recorded in
+    ``oversized``)."""
+    for no, page in enumerate(reader.pages, start=1):
+        try:
+            box = page.mediabox
+            got = _read_page(page, no, pdfdoc, rotated if no == 1 else None)
+            pages.append(fix_column_order(got, float(box.width)))
+            heights.append(float(box.height))
+        except PageTooLarge as e:
+            oversized.append(e)
+            warnings.append(f"page {no}: not read: its content stream is {e.size / 1048576:.1f} MB, "
+                            f"over the {MAX_PAGE_CONTENT_BYTES >> 20} MB limit per page")
+            pages.append([])
+            heights.append(792.0)
+        except Exception as e:
+            warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
+            pages.append([])
+            heights.append(792.0)
+
+
 def split_pdf(
     path: str | Path,
     *,
@@ -400,22 +451,14 @@ def split_pdf(
     warnings: list[str] = []
     rotated: list[str] = []
     oversized: list[PageTooLarge] = []
-    for no, page in enumerate(reader.pages, start=1):
-        try:
-            box = page.mediabox
-            pages.append(fix_column_order(page_lines(page, no, rotated if no == 1 else None),
-                                          float(box.width)))
-            heights.append(float(box.height))
-        except PageTooLarge as e:
-            oversized.append(e)
-            warnings.append(f"page {no}: not read: its content stream is {e.size / 1048576:.1f} MB, "
-                            f"over the {MAX_PAGE_CONTENT_BYTES >> 20} MB limit per page")
-            pages.append([])
-            heights.append(792.0)
-        except Exception as e:
-            warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
-            pages.append([])
-            heights.append(792.0)
+    pdfdoc = _pdfium_document(data) if char_engine() == "pdfium" else None
+    if pdfdoc is not None and len(pdfdoc) != n_pages:  # the two read a damaged file apart
+        _close_pdfium(pdfdoc)
+        pdfdoc = None
+    try:
+        _read_pages(reader, pdfdoc, pages, heights, warnings, rotated, oversized)
+    finally:
+        _close_pdfium(pdfdoc)
     # a page of prose holds thousands of letters; a scan with a one-line stamp or cover note
     # per page still has no usable text layer
     letters = sum(sum(c.isalnum() for c in ln.text) for p in pages for ln in p)
@@ -489,18 +532,25 @@ def _assign_sections(objects: list[PdfObject], heads: list[Heading],
 
 def _section(lines: list[Line], vocab: set[str], number: str, title: str, level: int, kind: str,
              first_text: str, start: int, end: int, page: int,
-             skip: set[int] | frozenset = frozenset()) -> PaperSection:
+             skip: set[int] | frozenset = frozenset(),
+             first_box: list[float] | None = None) -> PaperSection:
     kept = [ln for k, ln in enumerate(lines[start:end], start=start) if k not in skip]
     texts = ([first_text] if first_text else []) + [ln.text for ln in kept]
     pages_of = ([page] if first_text else []) + [ln.page for ln in kept]
+    boxes = ([first_box or [0.0, 0.0, 0.0, 0.0]] if first_text else []) + [
+        line_bbox(ln) for ln in kept]
     text, offsets = join_lines(texts, vocab)
     breaks: list[tuple[int, int]] = []
-    for off, p in zip(offsets, pages_of, strict=True):
+    spans: list[tuple[int, int, int, list[float]]] = []
+    for k, (off, p) in enumerate(zip(offsets, pages_of, strict=True)):
         if not breaks or breaks[-1][1] != p:
             breaks.append((off, p))
+        nxt = offsets[k + 1] if k + 1 < len(offsets) else len(text)
+        spans.append((off, max(off + 1, nxt), p, boxes[k]))
     if not breaks:
         breaks = [(0, page)]
-    return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks)
+    return PaperSection(number, title, level, kind, breaks[0][1], breaks[-1][1], text, breaks,
+                        line_boxes=spans)
 
 
 def _build_sections(lines: list[Line], heads: list[Heading],
@@ -521,7 +571,7 @@ def _build_sections(lines: list[Line], heads: list[Heading],
         start = min(h.index + h.span, end)
         page = lines[h.index].page
         sec = _section(lines, vocab, h.number, h.title, h.level, kinds[j], h.rest, start, end,
-                       page, skip)
+                       page, skip, first_box=line_bbox(lines[h.index]) if h.rest else None)
         sec.page_start = min(sec.page_start, page)
         if sec.page_breaks and sec.page_breaks[0][1] != page and not sec.text:
             sec.page_breaks = [(0, page)]
@@ -535,13 +585,19 @@ def locate_quote(path: str | Path, page: int, quote: str) -> list[dict]:
     evidence viewer highlights).  ``[]`` when it is not found there."""
     from .objects import quote_boxes
 
-    reader = open_pdf(Path(path).read_bytes())
+    data = Path(path).read_bytes()
+    reader = open_pdf(data)
+    pdfdoc = _pdfium_document(data) if char_engine() == "pdfium" else None
     lines: list[Line] = []
-    for no in (page, page + 1):
-        if 1 <= no <= len(reader.pages):
-            pg = reader.pages[no - 1]
-            with contextlib.suppress(PageTooLarge):  # its text was never read: nothing to find
-                lines += fix_column_order(page_lines(pg, no), float(pg.mediabox.width))
+    try:
+        for no in (page, page + 1):
+            if 1 <= no <= len(reader.pages):
+                pg = reader.pages[no - 1]
+                with contextlib.suppress(PageTooLarge):  # its text was never read: nothing to find
+                    lines += fix_column_order(_read_page(pg, no, pdfdoc, None),
+                                              float(pg.mediabox.width))
+    finally:
+        _close_pdfium(pdfdoc)
     return quote_boxes(lines, quote)
 
 

@@ -1,4 +1,4 @@
-"""PDF → repaired text lines with layout evidence (pypdf only).
+"""PDF → repaired text lines with layout evidence (PDFium characters, or pypdf's visitor).
 
 Heading detection needs more than ``page.extract_text()``: it needs to know which line is set in a
 bigger or bolder font than the body, where a line sits on the page (running headers and footers
@@ -8,6 +8,10 @@ LaTeX output is the reading order even in two columns.  This module turns those 
 :class:`Line` objects and repairs them: NFKC (ligatures), stamp/header/footer/page-number removal.
 Joining lines into prose (de-hyphenation) is done later by :func:`join_lines`, because whether a
 broken word should be re-joined depends on the vocabulary of the whole document.
+
+:func:`pdfium_page_lines` builds the same lines from PDFium's text page instead (the default:
+less CPU -- pypdf re-reads every form XObject's fonts -- and real glyph boxes on every run);
+the rules downstream see the same evidence either way (``benchmarks/RESULTS-headings.md``).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ class Run:
     y: float | None
     bold: bool | None = None  # from the font descriptor when it says; else from the name
     italic: bool | None = None
+    box: list[float] | None = None  # union of its glyph boxes [x0, y0, x1, y1] (PDFium only)
 
     def __post_init__(self) -> None:
         if self.bold is None:
@@ -54,6 +59,16 @@ class Line:
     bold: bool
     runs: list[Run] = field(default_factory=list)
     italic: bool = False
+
+    @property
+    def bbox(self) -> list[float] | None:
+        """The union of the runs' glyph boxes (PDF points), or None when the extractor gave
+        none (pypdf reports where runs start, not how wide they are)."""
+        boxes = [r.box for r in self.runs if r.box is not None and r.box[2] > r.box[0]]
+        if not boxes:
+            return None
+        return [min(b[0] for b in boxes), min(b[1] for b in boxes),
+                max(b[2] for b in boxes), max(b[3] for b in boxes)]
 
     @property
     def all_bold(self) -> bool:
@@ -520,3 +535,179 @@ def join_lines(texts: list[str], vocab: set[str]) -> tuple[str, list[int]]:
         pos += len(t)
         prev = t
     return "".join(parts), offsets
+
+
+# ------------------------------------------------------------------------ PDFium characters
+
+#: how the splitter reads characters: "pdfium" (PDFium's text page, ~5x less CPU than pypdf's
+#: visitor and exact glyph boxes) when pypdfium2 is installed, else "pypdf".  The environment
+#: variable ``EPISTEME_PDF_CHARS`` forces one (the benchmarks compare both in one run).
+def char_engine() -> str:
+    import os
+
+    want = os.environ.get("EPISTEME_PDF_CHARS", "").strip().lower()
+    if want == "pypdf":
+        return "pypdf"
+    try:
+        import pypdfium2  # noqa: F401
+    except ImportError:
+        if want == "pdfium":
+            raise
+        return "pypdf"
+    return "pdfium"
+
+
+_FONT_BUF_SIZE = 256
+
+
+def pdfium_page_lines(textpage, page_no: int, rotated: list[str] | None = None) -> list[Line]:
+    """One page's lines from PDFium's text page (``pypdfium2`` ``PdfTextPage``), with the same
+    :class:`Line`/:class:`Run` evidence :func:`page_lines` gets from pypdf, plus exact boxes.
+
+    Characters come in content-stream order (the reading order of LaTeX output, as with pypdf).
+    A run is a stretch of one text object's characters -- consecutive objects in the same font,
+    size and baseline with no gap between them are one run, as pypdf's visitor reports them --
+    and a line ends where the baseline moves by more than 0.7 of the type size away from the
+    line's main baseline (so superscripts, subscripts and fractions stay in their line).  Each run records the union of its
+    glyph boxes (``Run.box``), so line and passage boxes are the printed ones, not estimates.
+    The same per-page and per-paper character caps apply."""
+    import ctypes
+
+    import pypdfium2.raw as raw
+
+    if page_no <= 1 or not hasattr(_PAPER_BUDGET, "left"):
+        _PAPER_BUDGET.left = MAX_PAPER_CHARS
+    room = min(MAX_PAGE_CHARS, _PAPER_BUDGET.left)
+    tp = textpage.raw
+    n = raw.FPDFText_CountChars(tp)
+    lines: list[Line] = []
+    cur: list[Run] = []
+    buf: list[str] = []
+    run: Run | None = None
+    box = [0.0, 0.0, 0.0, 0.0]
+    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
+    ox, oy = ctypes.c_double(), ctypes.c_double()
+    mat = raw.FS_MATRIX()
+    fbuf = ctypes.create_string_buffer(_FONT_BUF_SIZE)
+    flags = ctypes.c_int()
+    fonts: dict[int, tuple[str, bool, bool]] = {}
+    last_obj = None
+    turned = False
+    rot_obj = None
+    base: tuple[float, float] | None = None  # (baseline y, size) of the current line
+    cur_right: float | None = None  # right edge of the current line's glyphs so far
+    run_tf = 0.0
+    used = 0
+
+    def end_run() -> None:
+        nonlocal run
+        if run is not None and buf:
+            run.text = "".join(buf)
+            run.box = list(box)
+            cur.append(run)
+        buf.clear()
+        run = None
+
+    def flush() -> None:
+        end_run()
+        if cur:
+            for group in _split_returns(cur):
+                line = _make_line(group, page_no)
+                if line is not None:
+                    lines.append(line)
+            cur.clear()
+
+    for j in range(n):
+        if used >= room:
+            break
+        code = raw.FPDFText_GetUnicode(tp, j)
+        ch = chr(code) if 0 < code < 0x110000 else ""
+        if raw.FPDFText_IsGenerated(tp, j) == 1:
+            # PDFium's generated breaks also fall around every superscript and fraction; a
+            # line ends where the baseline moves a line away (below), as pypdf's visitor does
+            if run is not None and not turned and buf and buf[-1] != " ":
+                buf.append(" ")  # a generated space, or a generated break inside a line
+            continue
+        if not ch or ch in "\r\n":
+            continue
+        obj = raw.FPDFText_GetTextObject(tp, j)
+        objkey = ctypes.cast(obj, ctypes.c_void_p).value if obj else None
+        raw.FPDFText_GetCharBox(tp, j, left, right, bottom, top)
+        if objkey != last_obj or run is None:
+            last_obj = objkey
+            raw.FPDFText_GetMatrix(tp, j, mat)
+            turned = abs(mat.b) > 1e-3 * max(abs(mat.a), 1e-9) or mat.a <= 0
+            if turned:
+                end_run()
+            else:
+                raw.FPDFText_GetCharOrigin(tp, j, ox, oy)
+                tf = raw.FPDFText_GetFontSize(tp, j)
+                size = tf * (math.hypot(mat.c, mat.d) or 1.0)
+                if objkey not in fonts:
+                    raw.FPDFText_GetFontInfo(tp, j, fbuf, _FONT_BUF_SIZE, flags)
+                    name = fbuf.value.decode("latin-1", "replace")
+                    bold, italic = is_bold_font(name), is_italic_font(name)
+                    weight = raw.FPDFText_GetFontWeight(tp, j)
+                    family = name.split("+", 1)[-1].lower()
+                    bold = bold or weight >= 600 or bool(flags.value & (1 << 18))
+                    if not family.startswith(_MATH_FAMILIES):
+                        italic = italic or bool(flags.value & (1 << 6))
+                    fonts[objkey] = (name, bold, italic)
+                name, bold, italic = fonts[objkey]
+                x, y = ox.value, oy.value
+                if base is not None and (
+                    abs(y - base[0]) > 0.7 * max(size, base[1], 1.0)
+                    or (cur_right is not None and left.value < cur_right - 0.5 * size
+                        and (abs(y - base[0]) > 0.45 * max(size, base[1], 1.0)
+                             or size > 1.25 * base[1]))
+                ):
+                    # the baseline moved a line away from the line's main baseline, or half a
+                    # line while going back left, or larger type printed over the line so far
+                    # (a figure's labels over or under a heading)
+                    flush()
+                    base = None
+                    cur_right = None
+                if base is None or size > 1.1 * base[1]:
+                    base = (y, size)  # the line's main baseline: its first full-size run's
+                if (run is not None and run.font == name and abs(run_tf - tf) < 0.01
+                        and run.y is not None and abs(run.y - y) < 0.15 * max(size, 1.0)
+                        and -0.5 <= left.value - box[2] <= 1.0 * max(size, 1.0)):
+                    # the next object in the same font on the same baseline, a word space
+                    # away at most: the same run, as pypdf's visitor reports it (its size is
+                    # the first object's, as there: OCR layers scale every word apart)
+                    pass
+                else:
+                    end_run()
+                    run = Run("", name, size, x, y, bold, italic)
+                    run_tf = tf
+                    box[:] = [left.value, bottom.value, right.value, top.value]
+        if turned:
+            if rotated is not None and len(rotated) < 200:
+                if not rotated or last_obj != rot_obj:
+                    rotated.append("")
+                    rot_obj = last_obj
+                rotated[-1] += ch
+            continue
+        if ch in JOIN_HYPHENS:
+            ch = "-"
+        ch = _strip_controls(ch)
+        if not ch:
+            continue
+        buf.append(ch)
+        used += 1
+        if right.value > left.value:
+            cur_right = right.value if cur_right is None else max(cur_right, right.value)
+        if right.value > left.value or top.value > bottom.value:
+            box[0] = min(box[0], left.value)
+            box[1] = min(box[1], bottom.value)
+            box[2] = max(box[2], right.value)
+            box[3] = max(box[3], top.value)
+    flush()
+    if rotated is not None:
+        rotated[:] = [normalize_text(r) for r in rotated if r.strip()]
+    _PAPER_BUDGET.left -= used
+    return lines
+
+
+#: what PDFium reports for a hyphen that broke a word at a line end
+JOIN_HYPHENS = frozenset("\ufffe\u0002")

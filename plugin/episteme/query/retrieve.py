@@ -19,6 +19,14 @@ from ..errors import EpistemeError, UsageError
 COVERED_THRESHOLD = 0.5
 #: relevance = W_COVER x coverage + (1 - W_COVER) x scaled cosine similarity
 W_COVER = 0.5
+#: In the coverage, an absent *ordinary* word of the question weighs this share of its IDF; an
+#: absent *name* (by form: capitalised inside the sentence, mixed case, letters with digits,
+#: acronyms) weighs in full.  A paraphrase uses other ordinary words than the wiki ("cut up"
+#: for "split"), but no wiki has RoBERTa's masking when it never names RoBERTa.
+ABSENT_WORD_WEIGHT = 0.5
+#: A section that lacks a name the question asks about answers it at best partly: its relevance
+#: is scaled by NAME_FLOOR + (1 - NAME_FLOOR) x the IDF share of the question's names it has.
+NAME_FLOOR = 0.3
 COS_FLOOR, COS_SPAN = 0.15, 0.5
 
 DEFAULT_K = 5
@@ -95,16 +103,84 @@ class Retriever:
             return [0.0 for _ in hits]
         df, n = self.index.term_df(terms)
         idf = {t: math.log((n + 1) / (df.get(t, 0) + 0.5)) for t in terms}
-        total = sum(idf.values()) or 1.0
+        names = name_terms(question) & set(idf)
+        name_mass = sum(idf[t] for t in names)
+        # a name counts as present in a section when its page names it (a paper's sections
+        # rarely repeat the name of its model)
+        on_page: dict[str, set] = {
+            t: self.index.pages_with(t, [h.get("page") for h in hits if h.get("page")])
+            for t in names} if names and hasattr(self.index, "pages_with") else {}
+        # an acronym the page spells out ("GAN" where the paper writes "generative adversarial
+        # nets") is present too: its letters are the initials of consecutive words
+        by_page: dict[str, str] = {}
+        for h in hits:
+            page = h.get("page") or ""
+            # the page's own name counts ("generative-adversarial-nets.md")
+            by_page.setdefault(page, page.rsplit(".", 1)[0].replace("-", " ").replace("_", " "))
+            by_page[page] = by_page[page] + " " + " ".join(
+                (h.get("title") or "", h.get("description") or "", h.get("text") or ""))
+        acr = {t: _initials(t) for t in names if t.isalpha() and 3 <= len(t) <= 6
+               and any(w.isupper() and w.lower() == t for w in question.split())}
+        for t in names:
+            for page, text in by_page.items():
+                pat = acr.get(t)
+                if (pat is not None and pat.search(text)) or t in {stem(w) for w in words(
+                        page.rsplit(".", 1)[0])}:
+                    on_page.setdefault(t, set()).add(page)
         out = []
         for h in hits:
             have = {stem(w) for w in words(" ".join((h.get("title") or "", h.get("description") or "",
                                                       h.get("text") or "")))}
-            cover = sum(w for t, w in idf.items() if t in have) / total
+            present = sum(w for t, w in idf.items() if t in have)
+            absent = sum(w * (1.0 if t in names else ABSENT_WORD_WEIGHT)
+                         for t, w in idf.items() if t not in have)
+            cover = present / ((present + absent) or 1.0)
             cos = h.get("similarity")
             cos_part = min(1.0, max(0.0, ((cos or 0.0) - COS_FLOOR) / COS_SPAN))
-            out.append(round(W_COVER * cover + (1 - W_COVER) * cos_part, 4))
+            rel = W_COVER * cover + (1 - W_COVER) * cos_part
+            if name_mass:
+                share = sum(idf[t] for t in names
+                            if t in have or h.get("page") in on_page.get(t, ())) / name_mass
+                rel *= NAME_FLOOR + (1 - NAME_FLOOR) * share
+            out.append(round(rel, 4))
         return out
+
+
+def _initials(acronym: str):
+    """A pattern for words whose initials spell ``acronym`` (a plural "s" ending allowed)."""
+    import re
+
+    letters = acronym.lower().rstrip("s") if len(acronym) > 3 else acronym.lower()
+    # each word of four letters or more: "generative adversarial nets", not "a good answer now"
+    return re.compile(r"\b" + r"[\s-]+".join(re.escape(c) + r"[a-z]{3,}" for c in letters) + r"\b",
+                      re.IGNORECASE)
+
+
+def name_terms(question: str) -> set[str]:
+    """The (stemmed) terms of ``question`` written as names: a word capitalised inside the
+    sentence ("Swin", "LibriSpeech"), in mixed case or capitals beyond the first letter
+    ("RoBERTa", "FFHQ"), or mixing letters and digits ("T5", "11B", "GPT-4").  By form only: no
+    list of names; a question's first word is capitalised as a sentence, not as a name."""
+    import re
+
+    from .trace import STOP, stem
+
+    out: set[str] = set()
+    initial = True
+    for m in re.finditer(r"[^\W_]+|[.?!:;]", question or ""):
+        w = m.group(0)
+        if w in ".?!:;":
+            initial = True
+            continue
+        letters = [c for c in w if c.isalpha()]
+        name = bool(letters) and (
+            (any(c.isdigit() for c in w) and len(w) >= 2)
+            or sum(c.isupper() for c in w) >= 2
+            or (w[0].isupper() and not initial))
+        if name and w.lower() not in STOP:
+            out.add(stem(w.lower()))
+        initial = False
+    return out
 
 
 def format_retrieve_text(result: dict, width: int = 300) -> str:

@@ -45,6 +45,7 @@ MAX_CLAIM_WORDS = 60
 MIN_CLAIM_WORDS = 3  # shorter fragments ("Yes:", "In short,") are folded into the next claim
 DENSE_K = 24  # dense candidates per claim
 LEXICAL_K = 24  # BM25 candidates per claim
+VECTOR_CACHE = 4096  # claim vectors kept by a warm tracer
 TOP_PER_CLAIM = 3  # passages reported per claim
 
 # Support of a passage for a claim = W_COS * cosine + W_COVER * IDF-weighted coverage of the
@@ -99,7 +100,7 @@ def stem(word: str) -> str:
     for suffix, repl, min_len in (
         ("ational", "ate", 8), ("ization", "ize", 8), ("ingly", "", 7), ("ments", "", 7),
         ("ment", "", 6), ("ness", "", 6), ("ities", "", 7), ("ity", "", 6), ("ies", "y", 5),
-        ("sses", "ss", 5), ("ing", "", 6), ("ed", "", 5), ("ly", "", 5), ("es", "", 5),
+        ("sses", "ss", 5), ("ings", "", 7), ("ing", "", 6), ("ed", "", 5), ("ly", "", 5), ("es", "", 5),
         ("s", "", 4),
     ):
         if w.endswith(suffix) and len(w) >= min_len:
@@ -280,6 +281,7 @@ class Tracer:
         self._n_passages = 0
         self._papers: dict[str, str] = {}
         self._stacked: dict[tuple, tuple] = {}
+        self._vec_cache: dict[str, object] = {}
         self.reload()
 
     def _open_vectors(self):
@@ -441,7 +443,11 @@ class Tracer:
         nums = list(dict.fromkeys(n.text for n in claim_numbers(claim) if not n.word))
         if not nums:
             return []
-        phrases = ['"' + " ".join(re.findall(r"\d+", n)) + '"' for n in nums]
+        # a scaled value ("15.2 million") may be written "15.2M", which FTS5 reads as the
+        # tokens "15" "2m": its last token is matched as a prefix
+        phrases = ['"' + " ".join(re.findall(r"\d+", n)) + '"'
+                   + ("*" if re.search(r"\d\s*(?:[kKMB]\b|thousand|million|billion|trillion)", n)
+                      else "") for n in nums]
         tries = [phrases]
         if len(phrases) >= 2:
             tries += [phrases[:i] + phrases[i + 1:] for i in range(len(phrases))]
@@ -534,13 +540,18 @@ class Tracer:
                 marks = ",".join("?" * len(chunk))
                 for r in self.store.conn.execute(
                     "SELECT p.id, p.paper_id, p.section_id, p.text, p.page, p.char_start, p.char_end, "
-                    "s.section_title, s.kind FROM passages p JOIN sections s ON s.section_id = p.section_id "
+                    "s.section_title, s.kind, CASE WHEN s.kind = 'table' AND p.char_start > 0 "
+                    "THEN substr(s.section_text, 1, p.char_start) END "
+                    "FROM passages p JOIN sections s ON s.section_id = p.section_id "
                     f"WHERE p.id IN ({marks})", chunk,
                 ):
                     out[r[0]] = {
                         "id": r[0], "paper": r[1], "section_id": r[2], "text": r[3], "page": r[4],
                         "char_start": r[5], "char_end": r[6], "section": r[7], "kind": r[8],
                     }
+                    if r[9]:
+                        # a later chunk of a table: the caption and column header it lacks
+                        out[r[0]]["table_head"] = r[9][:6000]
         return out
 
     # -- trace ---------------------------------------------------------------------------------
@@ -664,7 +675,7 @@ class Tracer:
         score each claim against each pooled passage."""
         import numpy as np
 
-        vecs = self.embedder.encode(list(claims)) if claims else np.zeros((0, self.embedder.dim))
+        vecs = self._encode(list(claims)) if claims else np.zeros((0, self.embedder.dim))
         ids_all, matrix = self._matrix(papers, include_references)
         # the normalised mean of the claim vectors stands in for the whole answer's vector
         queries = vecs
@@ -679,8 +690,9 @@ class Tracer:
                 top = np.argpartition(-row, k - 1)[:k]
                 for j in top[np.argsort(-row[top], kind="stable")]:
                     pool.setdefault(ids_all[int(j)], None)
-        lexical_queries = list(claims) + ([" ".join(claims)] if len(claims) > 1 else [])
-        for q in lexical_queries:
+        # BM25 per claim (the whole answer's own BM25 query added nothing the claims' queries
+        # and the mean vector do not already bring, at the cost of the slowest FTS query)
+        for q in claims:
             for pid in self._lexical(q, papers, include_references, LEXICAL_K):
                 pool.setdefault(pid, None)
         # passages stating a claim's numbers (a table row rarely shares a claim's wording)
@@ -706,9 +718,15 @@ class Tracer:
             total = sum(w for _t, w in weights)
             info_mass[ci] = total
             cwords = words(claim)
-            cover_rows.append([sum(w for t, w in weights if t in terms) / (total or 1.0)
-                               for terms, _pos in pindex])
-            run_rows.append([longest_common_run(cwords, pos) for _terms, pos in pindex])
+            wmap = dict(weights)
+            cset = set(wmap)
+            shared = [cset & terms for terms, _pos in pindex]
+            cover_rows.append([sum(wmap[t] for t in sh) / (total or 1.0) if sh else 0.0
+                               for sh in shared])
+            # the longest shared run of words: only where a content word is shared at all (a
+            # run of function words alone says nothing, and this is the pool's costliest loop)
+            run_rows.append([longest_common_run(cwords, pos) if sh else 0
+                             for sh, (_terms, pos) in zip(shared, pindex, strict=True)])
         shape = (len(claims), len(ids))
         cover = np.asarray(cover_rows, dtype=np.float32).reshape(shape)
         run = np.asarray(run_rows, dtype=np.float32).reshape(shape)
@@ -721,6 +739,28 @@ class Tracer:
         anchored = [[pos[i] for i in ids_c if i in pos] for ids_c in anchored_ids]
         return Pool(list(claims), ids, info, sim, cover, run, score, info_mass, answer_bm25, summary,
                     anchored)
+
+    def _encode(self, texts: list[str]):
+        """Claim vectors, the ones seen before from a small cache: a server re-traces the same
+        claims (an answer edited, re-run, shown again), and the model is the warm trace's
+        largest single cost."""
+        import numpy as np
+
+        with self._db_lock:
+            todo = list(dict.fromkeys(t for t in texts if t not in self._vec_cache))
+        if todo:
+            fresh = self.embedder.encode(todo)
+            with self._db_lock:
+                if len(self._vec_cache) + len(todo) > VECTOR_CACHE:
+                    self._vec_cache.clear()
+                for t, v in zip(todo, fresh, strict=True):
+                    self._vec_cache[t] = v
+                got = {t: self._vec_cache.get(t) for t in texts}
+            got.update({t: v for t, v in zip(todo, fresh, strict=True)})
+        else:
+            with self._db_lock:
+                got = {t: self._vec_cache[t] for t in texts}
+        return np.vstack([got[t] for t in texts]).astype(np.float32, copy=False)
 
     def _bm25(self, query: str, ids: Sequence[str]):
         """BM25 of ``query`` for each passage id (0 where no term matches)."""

@@ -207,6 +207,21 @@ def _numbers(text: str, *, evidence: bool = False) -> list[Num]:
     return out
 
 
+def _specificity(n: Num) -> float:
+    """How much a value pins down where it is stated: its digits (``21.43`` 4, ``10`` 2), a
+    number word counting as one digit."""
+    if n.word:
+        return 1.0
+    scaled = re.search(r"[%kKMB]|thousand|million|billion|trillion|percent", n.text)
+    return float(max(1, len(re.sub(r"\D", "", n.text))) + (1 if scaled else 0))
+
+
+def _compound(text: str, n: Num) -> bool:
+    """A number glued by a hyphen to the word after it ("10-crop", "34-layer"): it names a
+    setting rather than stating a result."""
+    return not n.word and re.match(r"-[A-Za-z]", normalize(text)[n.end:n.end + 2]) is not None
+
+
 def claim_numbers(claim: str) -> list[Num]:
     """The values a claim asserts (its numbers, labels such as "Table 2" left out)."""
     return numbers_in(claim)
@@ -247,7 +262,45 @@ class Ent:
     end: int
 
 
+# ISO 639-1 codes of languages: a language pair is written "English-to-German", "English-German",
+# "En→De" or, in table headers, "EN-DE"; all read as the pair of codes, in order
+_LANG = {
+    "english": "en", "german": "de", "french": "fr", "romanian": "ro", "czech": "cs",
+    "russian": "ru", "chinese": "zh", "japanese": "ja", "spanish": "es", "italian": "it",
+    "portuguese": "pt", "dutch": "nl", "finnish": "fi", "turkish": "tr", "arabic": "ar",
+    "hindi": "hi", "korean": "ko", "polish": "pl", "swedish": "sv", "estonian": "et",
+    "latvian": "lv", "lithuanian": "lt", "gujarati": "gu", "kazakh": "kk", "vietnamese": "vi",
+    "hungarian": "hu", "greek": "el", "hebrew": "he", "danish": "da", "norwegian": "no",
+    "ukrainian": "uk", "bulgarian": "bg", "croatian": "hr", "serbian": "sr", "slovak": "sk",
+    "slovenian": "sl", "persian": "fa", "thai": "th", "indonesian": "id", "malay": "ms",
+    "urdu": "ur", "bengali": "bn", "tamil": "ta", "swahili": "sw", "icelandic": "is",
+}
+_LANG_CODES = frozenset(_LANG.values())
+_LANG_PAIR = re.compile(r"([A-Za-z]+)\s?(?:-to-|-|→|->|\s+to\s+)\s?([A-Za-z]+)")
+
+
+def lang_pair(token: str) -> tuple[str, str] | None:
+    """``("en", "de")`` for "English-to-German", "English-German", "En→De", "EN-DE"; None for
+    anything that is not a pair of languages (direction kept: German-English is ("de", "en"))."""
+    m = _LANG_PAIR.fullmatch(normalize(token).strip())
+    if not m:
+        return None
+    out = []
+    for part in m.groups():
+        low = part.lower()
+        if low in _LANG:
+            out.append(_LANG[low])
+        elif len(low) == 2 and low in _LANG_CODES and (part.isupper() or part.istitle()):
+            out.append(low)
+        else:
+            return None
+    return out[0], out[1]
+
+
 def entity_key(token: str) -> str:
+    pair = lang_pair(token)
+    if pair:
+        return pair[0] + pair[1]
     t = unligature(normalize(token))
     t = re.sub(r"(?i)-to-", "-", t)
     return re.sub(r"[^0-9a-z]", "", t.lower())
@@ -332,6 +385,9 @@ def siblings(a: Ent | str, b: Ent | str, *, min_affix: int = 2) -> bool:
     prefix or suffix (``ViT-Large``/``ViT-Huge``, ``P3``/``P4``, ``English-German``/
     ``English-French``, ``RNNsearch-50``/``RNNencdec-50``)."""
     ta, tb = (a.text if isinstance(a, Ent) else a), (b.text if isinstance(b, Ent) else b)
+    pa, pb = lang_pair(ta), lang_pair(tb)
+    if pa or pb:
+        return bool(pa and pb and pa != pb)  # English-German / English-French / EN-FR
     ka, kb = entity_key(ta), entity_key(tb)
     if not ka or not kb or ka == kb or ka.rstrip("s") == kb.rstrip("s"):
         return False
@@ -516,6 +572,8 @@ class Evidence:
 
     text: str
     score: float
+    paper: str | None = None
+    head: str = ""  # a table chunk's caption and column header (the text of its section before it)
     nums: list[Num] = field(default_factory=list)
     ents: list[Ent] = field(default_factory=list)
 
@@ -612,11 +670,31 @@ class Verifier:
         "order": [passage indexes, best first]}``; ``evidence`` is the passage the verdict rests
         on (``None`` when there is none) and ``order`` the citations re-ranked so that passages
         stating the claim's numbers and names come first."""
-        cands = [Evidence(p["text"], float(p.get("score", 0.0))) for p in passages[:EVIDENCE_K]]
+        # the K best passages, plus any further candidate that states *all* the claim's values
+        # when together they are specific enough not to meet by chance (``_specificity`` summed
+        # ≥ 4: "27.3 … 38.1", "15.2 million", not "3 … 8").  The tracer appends the passages
+        # anchored on the claim's numbers: a table row rarely ranks high by wording, yet it is
+        # the passage a number claim is about.
+        idx = list(range(min(EVIDENCE_K, len(passages))))
+        hard = [n for n in numbers_in(claim) if not n.word]
+        if sum(map(_specificity, hard)) >= 4:
+            for j in range(EVIDENCE_K, len(passages)):
+                pn = numbers_in(passages[j]["text"], evidence=True)
+                if all(any(number_matches(n, en) for en in pn) for n in hard):
+                    idx.append(j)
+        out = self._verify(claim, [passages[j] for j in idx], support)
+        out["order"] = [idx[i] for i in out["order"]]
+        if out["evidence"] is not None:
+            out["evidence"] = idx[out["evidence"]]
+        return out
+
+    def _verify(self, claim: str, passages: Sequence[dict], support: float | None) -> dict:
+        cands = [Evidence(p["text"], float(p.get("score", 0.0)), p.get("paper"),
+                          head=p.get("table_head") or "") for p in passages]
+        cnums = [n for n in numbers_in(claim)]
         if not cands:
             return self._out(UNSUPPORTED, "no_passage", "no passage of the papers in scope is "
                              "close to this claim", None, None, [])
-        cnums = [n for n in numbers_in(claim)]
         cents = self._claim_entities(claim)
         cterms = _stems(claim)
         for ev in cands:
@@ -627,10 +705,15 @@ class Verifier:
         found_e = [[self._has_entity(ev, e) for e in cents] for ev in cands]
         cover = [len(cterms & _stems(ev.text)) / (len(cterms) or 1) for ev in cands]
 
+        # a value's weight is its specificity (digits written): "21.43" identifies a passage,
+        # the "10" of "10-crop" hardly does
+        nweight = [_specificity(n) for n in cnums]
+
         def rank_key(i: int):
             # the claim's numbers first (a passage giving all of them is the one it is about),
             # then its names, its words and the tracer's score
-            nums = sum(found_n[i]) / len(cnums) if cnums else 0.0
+            nums = sum(w for w, f in zip(nweight, found_n[i], strict=True) if f) / sum(nweight) \
+                if cnums else 0.0
             ents = sum(found_e[i]) / len(cents) if cents else 0.0
             return (-round(nums, 3), -(ents + 0.5 * cover[i] + cands[i].score), i)
 
@@ -653,6 +736,14 @@ class Verifier:
 
         # 2. numbers
         missing = [n for k, n in enumerate(cnums) if not found_n[best][k]]
+        if missing and sum(found_n[best]) >= 2 and all(
+                _compound(claim, cnums[k]) and any(
+                    found_n[i][k] for i in range(len(cands)) if i != best and cands[i].paper == ev.paper)
+                for k in range(len(cnums)) if not found_n[best][k]):
+            # the best passage states two or more of the claim's values, and what it lacks are
+            # settings written as compounds ("10-crop", "34-layer") that another passage of the
+            # same paper states (the setting in a caption, the results in a table)
+            missing = []
         if missing:
             n = missing[0]
             hard = [m for m in missing if not m.word]
@@ -679,8 +770,11 @@ class Verifier:
                                  f"the claim names {e.text}; the passage names {sib.text}",
                                  best, _sentence_of(ev.text, sib.start), order, cands)
 
-        # 4. values bound to another name (rows, columns, parallel order)
-        bound = self._binding(claim, cnums, cents, ev)
+        # 4. values bound to another name: a table's columns (one row per line), then rows,
+        # columns and parallel order in running text
+        bound = _table_binding(claim, cnums, cents, ev)
+        if bound is None:
+            bound = self._binding(claim, cnums, cents, ev)
         if bound is not None:
             code, text, pos = bound
             return self._out(CONTRADICTED, code, text, best, _sentence_of(ev.text, pos), order, cands)
@@ -786,6 +880,13 @@ class Verifier:
         keys = {x.key for x in ev.ents}
         if key in keys or key.rstrip("s") in {k.rstrip("s") for k in keys}:
             return True
+        pair = lang_pair(e.text)
+        if pair:
+            # written with spaces in the passage: "English to German", "English → German"
+            names = [[w for w, c in _LANG.items() if c == code] for code in pair]
+            pat = (r"\b(?:" + "|".join(names[0]) + r")\s*(?:-to-|-|→|->|\s+to\s+)\s*(?:"
+                   + "|".join(names[1]) + r")\b")
+            return re.search(pat, normalize(ev.text), re.IGNORECASE) is not None
         # written apart or with other punctuation in the passage ("BERT LARGE", "WMT '14")
         squashed = re.sub(r"[^0-9a-z]", "", normalize(ev.text).lower())
         if len(key) >= 4 and key in squashed:
@@ -903,7 +1004,7 @@ class Verifier:
         for n in vals:
             found = None
             for en in occ[id(n)]:
-                sa, sb = _sentence_of(text, en.start)
+                sa, sb = _table_block(text, en.start) or _sentence_of(text, en.start)
                 labels = [lab for lab in _row_labels(text, sa, sb)
                           if lab[0] and len(lab[3].split()) <= 4 and not re.search(r"[,;.:()]", lab[3])]
                 if len(labels) < 3:
@@ -1110,6 +1211,34 @@ def _front(order: list[int], i: int) -> list[int]:
     return [i] + [j for j in order if j != i]
 
 
+_ROW_LINE = re.compile(r"(?<![\w.])\d[\d.,]*%?[kKMB]?(?![\w])|(?<!\S)-(?!\S)")
+
+
+def _table_block(text: str, pos: int) -> tuple[int, int] | None:
+    """The run of lines around ``pos`` that each hold a cell (a number or a dash): a table laid
+    out one row per line, as the PDF layer extracts tables.  None for one-line text."""
+    if "\n" not in text:
+        return None
+    lines = []
+    start = 0
+    for line in text.split("\n"):
+        lines.append((start, start + len(line)))
+        start += len(line) + 1
+    at = next((i for i, (a, b) in enumerate(lines) if a <= pos <= b), None)
+    if at is None:
+        return None
+
+    def row(i: int) -> bool:
+        return _ROW_LINE.search(text, lines[i][0], lines[i][1]) is not None
+
+    lo = hi = at
+    while lo > 0 and row(lo - 1):
+        lo -= 1
+    while hi + 1 < len(lines) and row(hi + 1):
+        hi += 1
+    return (lines[lo][0], lines[hi][1]) if hi > lo else None
+
+
 def _row_labels(text: str, a: int, b: int) -> list[tuple[set[str], int, int, str]]:
     """In the table text ``text[a:b]``, each run of cells with the words before it (back to the
     previous cell): ``(label stems, cells start, cells end, label text)``."""
@@ -1144,3 +1273,174 @@ def _cells(text: str) -> list[list[tuple[int, int]]]:
         rows.append(cur)
     return rows
 
+
+
+# ------------------------------------------------------------------------------------- tables
+# Tables as the PDF layer extracts them: one row per line, the row label first, then its cells;
+# above the rows a header line of column names.  A claim value is read in its row (the row label
+# must be something the claim names) and its column (the header name above its cell).
+
+_TCELL = re.compile(
+    r"(?<![\w.=])(?<![A-Za-z]-)(?:\d[\d.,]*(?:\s?·\s?\d+)?%?(?:/\d[\d.,]*%?)?(?:\s?±\s?\d[\d.]*)?[kKMB]?"
+    r"|(?<=\S\s)-|(?<=\S\t)-)(?![\w.]\w)")
+_HEADER_MAX_TOKENS = 16
+
+
+@dataclass
+class TableRow:
+    label: str
+    start: int  # line offsets in the text read
+    end: int
+    cells: list[tuple[int, int]]
+    header: list[tuple[str, int, int]] | None  # the column names above the row
+
+
+def table_rows(text: str) -> list[TableRow]:
+    """The rows of line-laid table text, each with the header line last seen above it (a line
+    of 2–16 names and no cells; a long caption line is prose, not a header)."""
+    rows: list[TableRow] = []
+    header: tuple[list, list] | None = None
+    pos = 0
+    for line in text.split("\n"):
+        a, b = pos, pos + len(line)
+        pos = b + 1
+        body = _REFS.sub(lambda m: " " * len(m.group(0)), line)
+        cells = [(a + m.start(), a + m.end()) for m in _TCELL.finditer(body)]
+        toks = [(m.group(0), a + m.start(), a + m.end()) for m in re.finditer(r"\S+", line)]
+        # words among the cells (a caption line "Table 1: ..." holds a number, then prose)
+        inner = len([t for t in toks if t[1] >= cells[0][1] and not any(
+            x <= t[1] < y for x, y in cells)]) if cells else 0
+        label = body[:cells[0][0] - a].strip(" -\t") if cells else ""
+        if not cells or inner > 3 or len(label.split()) > 10:
+            if 2 <= len(toks) <= _HEADER_MAX_TOKENS:
+                # names split at spaces, and at tabs (a tab-separated header may hold
+                # multi-word names: "Alpha Bank\tBeta Bank")
+                tabbed = [(m.group(0).strip(), a + m.start(), a + m.end())
+                          for m in re.finditer(r"[^\t]+", line) if m.group(0).strip()]
+                header = (toks, tabbed)
+            continue
+        cols = None
+        if header is not None:
+            toks_h, tabbed = header
+            fits = (len(cells), len(cells) + 1)
+            cols = tabbed if len(tabbed) in fits and len(toks_h) not in fits else toks_h
+        rows.append(TableRow(label, a, b, cells, cols))
+    return rows
+
+
+def _column(row: TableRow, k: int) -> str | None:
+    """The header name above cell ``k``: only when the header has as many names as the row has
+    cells (or one more, naming the label column); otherwise the columns are not certain."""
+    if row.header is None:
+        return None
+    n, m = len(row.header), len(row.cells)
+    if n == m:
+        return row.header[k][0]
+    if n == m + 1:
+        return row.header[k + 1][0]
+    return None
+
+
+def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence):
+    """A claim value that a line-laid table of the passage gives under another column than the
+    one the claim names (``value_of_other``), or two values whose columns the claim swaps
+    (``values_swapped``: their order in the row against their columns' order in the header).
+    Returns ``(code, text, offset in the passage)`` or None."""
+    from .trace import stem
+
+    vals = [n for n in cnums if not n.word]
+    if not vals or "\n" not in ev.text:
+        return None
+    head = ev.head.rstrip("\n") + "\n" if ev.head else ""
+    text = normalize(head + ev.text)
+    shift = len(head)
+    rows = [r for r in table_rows(text) if r.start >= shift and r.header]
+    if not rows:
+        return None
+    cterms = _stems(re.sub(r"\d", " ", claim))
+    ckeys = {e.key for e in cents}
+    # what the claim names that a header can name: its entities and its plain words
+    items = [(e.key, e.start, e.end) for e in cents] + [
+        ("w:" + stem(w), s_, e_) for w, s_, e_ in _tokens(claim) if w.isalpha() and len(w) > 2]
+
+    def hkey(tok: str) -> set[str]:
+        out = {entity_key(tok)}
+        low = re.sub(r"[^a-z]", "", tok.lower())
+        if low:
+            out.add("w:" + stem(low))
+        return out
+
+    def tkeys(tok: str) -> set[str]:
+        """A header name's keys, and its words' keys when it has several words."""
+        out = hkey(tok)
+        if " " in tok:
+            for w in tok.split():
+                out |= hkey(w)
+        return out
+
+    def row_named(r: TableRow) -> bool:
+        lab = r.label
+        if not lab:
+            return False
+        squashed = re.sub(r"[^0-9a-z]", "", lab.lower())
+        return bool(_stems(lab) & cterms) or any(len(k) >= 3 and k in squashed for k in ckeys)
+
+    def claimed_column(n: Num, r: TableRow, aligned: bool = False) -> tuple[str, int] | None:
+        """The header name the claim ties ``n`` to: the nearest claim item naming a column."""
+        best, dist = None, 1e9
+        # read against the aligned columns, a header one name longer than the row names its
+        # label column first: that name ("Gene", "System") is never a value's column
+        skip = 1 if aligned and len(r.header) == len(r.cells) + 1 else 0
+        for key, s_, e_ in items:
+            hit = [i for i, (t, _a, _b) in enumerate(r.header) if i >= skip and key in tkeys(t)]
+            if not hit or len({r.header[i][0] for i in hit}) > 1:
+                continue  # names no column, or several ("Bank" of "Alpha Bank", "Beta Bank")
+            idx = hit[0]
+            gap = (s_ - n.end) * 0.6 if s_ >= n.end else (n.start - e_)
+            if gap < dist:
+                best, dist = (r.header[idx][0], idx), gap
+        return best
+
+    def cell_has(r: TableRow, k: int, n: Num) -> bool:
+        a, b = r.cells[k]
+        return any(number_matches(n, en) for en in numbers_in(text[a:b], evidence=True))
+
+    placed: dict[int, list[tuple[TableRow, int]]] = {}
+    for n in vals:
+        placed[id(n)] = [(r, k) for r in rows if row_named(r) for k in range(len(r.cells))
+                         if cell_has(r, k, n)]
+    # a value under a column other than the one the claim names for it
+    for n in vals:
+        occ = placed[id(n)]
+        verdicts = []
+        for r, k in occ:
+            col = _column(r, k)
+            want = claimed_column(n, r, aligned=True)
+            if col is None or want is None:
+                verdicts.append(None)
+                continue
+            verdicts.append(col if col != want[0] and not (hkey(col) & {i[0] for i in items}) else "")
+        if verdicts and all(v for v in verdicts):
+            r, k = occ[0]
+            want = claimed_column(n, r, aligned=True)
+            return ("value_of_other", f"the table gives {text[slice(*r.cells[k])]} under "
+                    f"{verdicts[0]}, not under {want[0]}", r.cells[k][0] - shift)
+    # two values of one row whose columns the claim names in the other order
+    for i, n1 in enumerate(vals):
+        for n2 in vals[i + 1:]:
+            for r, k1 in placed[id(n1)]:
+                for r2, k2 in placed[id(n2)]:
+                    if r2 is not r or k1 == k2:
+                        continue
+                    c1, c2 = claimed_column(n1, r), claimed_column(n2, r)
+                    if not c1 or not c2 or c1[0] == c2[0] or entity_key(c1[0]) == entity_key(c2[0]):
+                        continue
+                    if (k1 < k2) != (c1[1] < c2[1]):
+                        first, second = (n1, n2) if k1 < k2 else (n2, n1)
+                        cf, cs = (c1, c2) if k1 < k2 else (c2, c1)
+                        return ("values_swapped",
+                                f"the table's row gives {first.text} then {second.text} and its "
+                                f"header {cs[0]} then {cf[0]}: {first.text} is under {cs[0]}, not "
+                                f"{cf[0]}",
+                                r.cells[min(k1, k2)][0] - shift)
+    return None

@@ -268,14 +268,17 @@ class WikiSectionIndex:
         changed = [p for p, sig in current.items() if known_pages.get(p) != sig]
         gone_pages = [p for p in known_pages if p not in current]
 
-        fallback = self._index_md_descriptions() if changed else {}
+        fallback = _Lazy(self._index_md_descriptions)  # index.md is parsed only if a marker lacks one
         parsed: dict[str, list[dict]] = {}
         for rel in changed:
             parsed[rel] = self._read_sections(rel, fallback)
 
-        # Which sections exist now, page by page (unchanged pages keep their stored rows).
-        stored = {r["id"]: dict(r) for r in db.execute(
-            "SELECT id, page, hash, nvec FROM sections")}
+        # Which sections exist now, page by page (unchanged pages keep their stored rows).  Only
+        # the rows of the touched pages, and of the ids found on them, are read: a refresh after
+        # one paper's write costs that paper's sections, not the whole wiki's (nothing at all
+        # when no page changed).
+        touched_pages = set(parsed) | set(gone_pages)
+        stored = self._stored_rows(touched_pages, {sec["id"] for secs in parsed.values() for sec in secs})
         new_rows: dict[str, dict] = {}
         for rel, secs in parsed.items():
             for sec in secs:
@@ -285,12 +288,11 @@ class WikiSectionIndex:
                 if owner and owner["page"] != rel and owner["page"] in current and owner["page"] not in parsed:
                     continue  # the id already lives on an unchanged page
                 new_rows[sec["id"]] = sec
-        touched_pages = set(parsed) | set(gone_pages)
         removed = [sid for sid, row in stored.items()
                    if row["page"] in touched_pages and sid not in new_rows]
         added = [sid for sid in new_rows if sid not in stored]
         updated = [sid for sid in new_rows if sid in stored and stored[sid]["hash"] != new_rows[sid]["hash"]]
-        unchanged = len(stored) - len(removed) - len(updated)
+        unchanged = stored_count - len(removed) - len(updated) if not rebuilt else 0
 
         to_embed = [new_rows[sid] for sid in added + updated]
         texts: list[str] = []
@@ -342,7 +344,22 @@ class WikiSectionIndex:
             db.execute("ROLLBACK")
             raise
         return {"added": len(added), "updated": len(updated), "removed": len(removed),
-                "unchanged": max(0, unchanged), "pages_read": len(changed), "rebuilt": rebuilt}
+                "unchanged": max(0, unchanged), "pages_read": len(changed), "rebuilt": rebuilt,
+                "rows_read": len(stored), "index_md_read": fallback.called}
+
+    def _stored_rows(self, pages: set[str], ids: set[str]) -> dict[str, dict]:
+        """Stored ``id, page, hash, nvec`` of the sections on ``pages`` or with an id in
+        ``ids`` (by the ``page`` index and the ``id`` key, 500 at a time)."""
+        db = self._db()
+        out: dict[str, dict] = {}
+        for column, values in (("page", sorted(pages)), ("id", sorted(ids))):
+            for start in range(0, len(values), 500):
+                chunk = values[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                for r in db.execute(f"SELECT id, page, hash, nvec FROM sections WHERE {column} IN ({marks})",
+                                    chunk):
+                    out[r["id"]] = dict(r)
+        return out
 
     def _index_md_descriptions(self) -> dict[str, str]:
         """Descriptions from ``index.md``, for sections whose marker has none."""
@@ -353,7 +370,7 @@ class WikiSectionIndex:
         except (OSError, UnicodeDecodeError):
             return {}
 
-    def _read_sections(self, rel: str, fallback: dict[str, str]) -> list[dict]:
+    def _read_sections(self, rel: str, fallback: _Lazy) -> list[dict]:
         try:
             text = (self.wiki / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
@@ -366,7 +383,7 @@ class WikiSectionIndex:
             page = parse_page(text, strict=False)
         out = []
         for s in page.sections:
-            desc = " ".join((s.description or fallback.get(s.id, "")).split())
+            desc = " ".join((s.description or fallback().get(s.id, "")).split())
             title = s.title or s.id
             body = s.body.strip()
             sources = list(s.sources)
@@ -427,6 +444,25 @@ class WikiSectionIndex:
                     out[t] = 0
         return out, total
 
+    def pages_with(self, term: str, pages: Iterable[str]) -> set[str]:
+        """Which of ``pages`` have a section containing ``term`` (a light stem, matched as a
+        prefix like :meth:`term_df`): a page names a thing even where one section does not."""
+        pages = list(dict.fromkeys(pages))
+        if not pages or not term:
+            return set()
+        q = '"' + term.replace('"', '""') + '"' + ("*" if len(term) >= 4 and not term.isdigit() else "")
+        marks = ",".join("?" * len(pages))
+        with self._lock:
+            db = self._db()
+            try:
+                rows = db.execute(
+                    "SELECT DISTINCT s.page FROM sections_fts JOIN sections s ON s.pk = "
+                    f"sections_fts.rowid WHERE sections_fts MATCH ? AND s.page IN ({marks})",
+                    [q, *pages]).fetchall()
+            except sqlite3.Error:
+                return set()
+        return {r[0] for r in rows}
+
     def semantic(self, text: str, n: int = 50, *, vector=None) -> list[tuple[str, float]]:
         """``(section id, best cosine similarity)`` best first."""
         if n <= 0 or not (text or "").strip():
@@ -476,6 +512,21 @@ class WikiSectionIndex:
             row["similarity"] = round(sims[sid], 4) if sid in sims else None
             out.append(row)
         return out
+
+
+class _Lazy:
+    """A value computed on first call (then kept); ``called`` says whether it was needed."""
+
+    def __init__(self, make):
+        self._make = make
+        self.called = False
+        self._value = None
+
+    def __call__(self):
+        if not self.called:
+            self._value = self._make()
+            self.called = True
+        return self._value
 
 
 def _row_dict(r: sqlite3.Row) -> dict:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import EpistemeError
 from ..fsutil import slugify
+from ..paper import PaperSection
 
 # Each entry upgrades the schema by one version (index 0 -> version 1).  Never edit a released
 # step; append a new one.
@@ -102,27 +103,16 @@ MIGRATIONS: list[str] = [
     CREATE INDEX objects_paper ON objects(paper_id, ord);
     ALTER TABLE papers ADD COLUMN meta TEXT NOT NULL DEFAULT '{}';
     """,
+    # v3: where each passage is printed, stored at ingest so a source is highlighted without
+    # re-reading the PDF: JSON [{page, bbox: [x0, y0, x1, y1] (PDF points), start, end}], one
+    # box per printed line, start/end = the line's characters within the passage text.  Rows
+    # written before v3 keep '[]' (the highlighter then finds the quote in the PDF).
+    """
+    ALTER TABLE passages ADD COLUMN boxes TEXT NOT NULL DEFAULT '[]';
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 OBJECT_KINDS = frozenset({"table", "figure", "algorithm", "footnote"})
-
-
-@dataclass
-class SectionRow:
-    section_id: str
-    ord: int
-    number: str | None
-    title: str
-    level: int
-    kind: str
-    page_start: int
-    page_end: int
-    section_text: str
-    passages: list[PassageRow] = field(default_factory=list)
-
-    @property
-    def section_title(self) -> str:
-        return f"{self.number} {self.title}".strip() if self.number else self.title
 
 
 @dataclass
@@ -133,6 +123,7 @@ class PassageRow:
     page: int
     char_start: int
     char_end: int
+    boxes: list[dict] = field(default_factory=list)  # [{page, bbox, start, end}] (schema v3)
 
 
 @dataclass
@@ -276,7 +267,7 @@ class Store:
         cur = self.conn.execute("DELETE FROM papers WHERE id = ?", (paper_id,))
         return cur.rowcount > 0
 
-    def write_paper(self, paper: PaperRow, sections: Sequence[SectionRow]) -> None:
+    def write_paper(self, paper: PaperRow, sections: Sequence[PaperSection]) -> None:
         """Replace every row of ``paper.id``.  Call inside :meth:`begin` or :meth:`transaction`."""
         if not self.conn.in_transaction:
             raise RuntimeError("write_paper must run inside a transaction")
@@ -313,7 +304,7 @@ class Store:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
-                    s.section_id,
+                    s.id,
                     paper.id,
                     s.ord,
                     s.number,
@@ -322,7 +313,7 @@ class Store:
                     s.kind,
                     s.page_start,
                     s.page_end,
-                    s.section_text,
+                    s.text,
                     s.section_title,
                     paper.id,
                 )
@@ -330,10 +321,11 @@ class Store:
             ],
         )
         self.conn.executemany(
-            "INSERT INTO passages (id, section_id, paper_id, ord, text, page, char_start, char_end) "
-            "VALUES (?,?,?,?,?,?,?,?)",
+            "INSERT INTO passages (id, section_id, paper_id, ord, text, page, char_start, char_end, "
+            "boxes) VALUES (?,?,?,?,?,?,?,?,?)",
             [
-                (p.id, s.section_id, paper.id, p.ord, p.text, p.page, p.char_start, p.char_end)
+                (p.id, s.id, paper.id, p.ord, p.text, p.page, p.char_start, p.char_end,
+                 json.dumps(p.boxes))
                 for s in sections
                 for p in s.passages
             ],
@@ -368,6 +360,18 @@ class Store:
                 "SELECT * FROM sections WHERE paper_id = ? ORDER BY ord", (paper_id,)
             )
         return [dict(r) for r in rows]
+
+    def paper_sections(self, paper_id: str) -> list[PaperSection]:
+        """A paper's sections, in order, as the type ingest wrote them with (no passages, no
+        page breaks: the writers need the text and where it is printed)."""
+        return [
+            PaperSection(
+                id=s["section_id"], ord=int(s["ord"]), number=s["number"], title=s["title"],
+                level=int(s["level"]), kind=s["kind"], page_start=int(s["page_start"]),
+                page_end=int(s["page_end"]), text=s["section_text"],
+            )
+            for s in self.sections(paper_id)
+        ]
 
     def section(self, section_id: str) -> dict | None:
         row = self.conn.execute(
@@ -461,7 +465,28 @@ def _paper_dict(row: sqlite3.Row) -> dict:
 def _passage_dict(row: sqlite3.Row) -> dict:
     d = dict(row)
     d.pop("pk", None)
+    if "boxes" in d:
+        d["boxes"] = json.loads(d["boxes"] or "[]")
     return d
+
+
+def passage_boxes(settings, ids: Iterable[str]) -> dict[str, list[dict]]:
+    """Stored boxes of the passages ``ids`` (``{id: [{page, bbox, start, end}]}``, passages
+    without stored boxes left out): what the highlighter uses before re-reading a PDF.  {} when
+    the store cannot be opened (a wiki not yet ingested, an older schema read-only)."""
+    ids = [i for i in dict.fromkeys(ids) if isinstance(i, str)]
+    if not ids:
+        return {}
+    try:
+        store = open_store(settings, readonly=True)
+    except (EpistemeError, sqlite3.Error, OSError):
+        return {}
+    try:
+        return {k: p["boxes"] for k, p in store.passages_by_id(ids).items() if p.get("boxes")}
+    except sqlite3.Error:
+        return {}
+    finally:
+        store.close()
 
 
 def _split_sql(script: str) -> list[str]:

@@ -39,7 +39,6 @@ from typing import Any
 
 from ..errors import EpistemeError, NotFoundError, UsageError
 from ..fsutil import atomic_write_text
-from .sections import SECTION_ID_RE, parse_page
 from .edit import (
     INDEX_JSON,
     INDEX_MD,
@@ -51,6 +50,7 @@ from .edit import (
     load_frontmatter,
     resolve_page,
 )
+from .sections import SECTION_ID_RE, parse_page
 
 JOURNAL = "batch-journal.json"
 OPS = ("create", "update", "append")
@@ -155,8 +155,8 @@ class StagedWriter(WikiWriter):
 
     # writes: into memory
     def _commit(self, rel, path, new_text, before, sec, new_number) -> None:
-        from .index import IndexEntry
         from .edit import _verify_round_trip
+        from .index import IndexEntry
 
         _verify_round_trip(rel, new_text, before, sec)
         self.staged[rel] = new_text

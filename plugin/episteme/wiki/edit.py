@@ -43,19 +43,7 @@ import yaml
 
 from ..errors import EpistemeError, NotFoundError, UsageError
 from ..fsutil import atomic_write_text, safe_join, sanitize_filename, slugify, wiki_lock
-from .files import iter_page_files
-from .sections import (
-    LOOSE_MARKER_RE,
-    SECTION_ID_RE,
-    ParsedPage,
-    SectionFormatError,
-    WikiSection,
-    format_section_id,
-    parse_page,
-    section_number,
-    split_frontmatter,
-)
-from .files import is_structural
+from .files import is_structural, iter_page_files
 from .frontmatter import NEVER_CLOSED_ERROR, parse_frontmatter, yaml_frontmatter
 from .index import (
     INDEX_JSON,
@@ -64,6 +52,7 @@ from .index import (
     IndexMd,
     append_log,
     index_json_row,
+    index_md_page,
     join_index_json,
     make_log_entry,
     parse_index_json,
@@ -74,6 +63,17 @@ from .index import (
     section_sort_key,
     write_index_json,
     write_index_md,
+)
+from .sections import (
+    LOOSE_MARKER_RE,
+    SECTION_ID_RE,
+    ParsedPage,
+    SectionFormatError,
+    WikiSection,
+    format_section_id,
+    parse_page,
+    section_number,
+    split_frontmatter,
 )
 
 PAGE_TYPES = ("paper", "concept", "method", "entity", "comparison", "synthesis", "note")
@@ -641,8 +641,8 @@ def find_section(wiki: str | os.PathLike, section_id: str) -> tuple[str, WikiSec
     """Locate a section by id: the page ``index.md`` names first, a full scan as a fallback."""
     if not SECTION_ID_RE.match(section_id or ""):
         raise UsageError(f"invalid section id {section_id!r} (expected sec_NNN)")
-    entry = read_index_md(wiki).entries.get(section_id)
-    candidates = [entry.page] if entry and entry.page else []
+    listed = index_md_page(wiki, section_id)
+    candidates = [listed] if listed else []
     for rel in candidates + [p for p in iter_page_paths(wiki) if p not in candidates]:
         path = Path(wiki) / rel
         try:
@@ -996,6 +996,23 @@ _JSON_ID_RE = re.compile(r'^  "(sec_\d{3,})": ', re.M)
 _MD_ID_RE = re.compile(r"^## (sec_\d{3,})[ \t]*$", re.M)
 
 
+def _last_md_id(text: str) -> str | None:
+    """The id of the last ``## sec_NNN`` entry heading of ``index.md`` text (``None`` if none),
+    searched backwards from the end (where a new entry goes)."""
+    end = len(text)
+    while end > 0:
+        pos = text.rfind("\n## ", 0, end)
+        start = pos + 1 if pos >= 0 else 0
+        eol = text.find("\n", start)
+        m = _MD_ID_RE.match(text, start, eol if eol >= 0 else len(text))
+        if m:
+            return m.group(1)
+        if pos < 0:
+            return None
+        end = pos
+    return None
+
+
 class _IndexFiles:
     """``index.json`` and ``index.md`` as text during a batch, changed entry by entry.
 
@@ -1068,11 +1085,11 @@ class _IndexFiles:
                 self.md_text = text[: pos + 1] + block + text[nxt:]
                 return
         elif pos < 0 and text.endswith("\n"):
-            ids = _MD_ID_RE.findall(text)
-            if not ids:
+            last = _last_md_id(text)  # from the end: not a scan of every entry per write
+            if last is None:
                 self.md_text = text.rstrip("\n") + "\n\n" + block
                 return
-            if section_sort_key(ids[-1]) < section_sort_key(entry.id):  # a new id: goes last
+            if section_sort_key(last) < section_sort_key(entry.id):  # a new id: goes last
                 self.md_text = text + "\n" + block
                 return
         self._md_full(lambda entries: entries.__setitem__(entry.id, entry))

@@ -150,6 +150,23 @@ def parse_index_md(text: str) -> IndexMd:
     return idx
 
 
+def index_md_page(wiki: str | os.PathLike, section_id: str) -> str | None:
+    """The ``Page:`` that ``index.md`` lists for ``section_id`` (``None`` when absent), found
+    by searching the text for the entry instead of parsing every entry: a lookup costs one
+    read, not a parse that grows with the wiki (the writer looks sections up per paper)."""
+    text = _read_or_none(Path(wiki) / INDEX_MD)
+    if not text:
+        return None
+    m = re.search(rf"^##[ \t]+{re.escape(section_id)}[ \t]*$", text, re.M)
+    if m is None:
+        return None
+    end = text.find("\n## ", m.end())
+    for line in text[m.end():end if end >= 0 else len(text)].splitlines():
+        if line.startswith("Page:"):
+            return line[5:].strip() or None
+    return None
+
+
 def split_source_list(text: str) -> list[str]:
     """``"a.pdf, b.pdf"`` → ``["a.pdf", "b.pdf"]`` (empty items dropped)."""
     return [s.strip() for s in text.split(",") if s.strip()]
@@ -299,13 +316,13 @@ def append_log(wiki: str | os.PathLike, entry: LogEntry) -> None:
 
     Call it under ``wiki_lock`` like every other write."""
     path = Path(wiki) / LOG_MD
-    existing = _read_or_none(path)
+    existing = _read_tail(path, 2)  # only the separator depends on what is there: O(1), not O(log)
     prefix = ""
     if existing is None:
         prefix = DEFAULT_LOG_HEADER + "\n"
-    elif existing and not existing.endswith("\n"):
+    elif existing and not existing.endswith(b"\n"):
         prefix = "\n\n"
-    elif existing and not existing.endswith("\n\n"):
+    elif existing and not existing.endswith(b"\n\n"):
         prefix = "\n"
     append_text(path, prefix + entry.render())
 
@@ -348,6 +365,18 @@ def read_log(wiki: str | os.PathLike) -> tuple[list[LogEntry], list[str]]:
 def _read_or_none(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+
+
+def _read_tail(path: Path, n: int) -> bytes | None:
+    """The last ``n`` bytes of ``path`` (``None`` when it does not exist).  Appending to
+    ``log.md`` needs no more than that, however long the log has grown."""
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - n))
+            return f.read()
     except FileNotFoundError:
         return None
 

@@ -1,0 +1,418 @@
+#!/usr/bin/env python3
+"""How ingest, chat, retrieval, lint, graph and rebuild grow with the library (issue 15 item 3).
+
+    PYTHONPATH=plugin .venv/bin/python benchmarks/bench_growth.py build     # grow the library once
+    PYTHONPATH=plugin .venv/bin/python benchmarks/bench_growth.py measure [--write]
+
+**build** grows one wiki, resumably, under ``$EPISTEME_GROWTH_DIR`` (default
+``/tmp/episteme-growth``): it starts from the 10 real dev papers ingested and written by the
+extractive writer, then ingests generated papers (``benchmarks/growth_corpus.py``) up to 100
+and 300 papers, snapshotting the wiki at 10, 100 and 300 (``level-N/``).  Every paper up to 100
+is ingested with ``--write`` (extractive writer); beyond 100 only every ``--write-every``-th
+paper is written, the rest are stored only (what a 2-core machine shared with other work can
+afford; RESULTS says which).  The filler papers are capped at ``--filler-pages`` pages.
+
+**measure** then, for each snapshot and with the code on ``PYTHONPATH``:
+
+* ingest seconds per paper: the same probe papers (generated, 4-20 pages, seeds apart from the
+  filler) ingested into a scratch copy of the snapshot, store only and then with the extractive
+  writer; per-paper costs are compared as a ratio to the 10-paper level in the same run;
+* chat warm p50/p95 (offline, the warm :class:`~episteme.query.chat.QueryEngine`) on the dev
+  questions of ``../shared/data/gold/dev_trace.jsonl``;
+* retrieve latency and recall@5 on the 50 written retrieval questions of the dev papers
+  (``benchmarks/retrieval_questions.jsonl``, as ``bench_trace.evaluate_retrieval``);
+* ``lint`` and ``graph stats`` time (fresh processes, as a user runs them);
+* ``rebuild`` (stores from raw/) where affordable (``--rebuild-max``);
+* disk used per paper (the whole wiki folder over the paper count).
+
+The counters of :mod:`episteme.wiki.index` / :mod:`episteme.query.wikisearch` (pages read and
+hashed per write and per query) are printed beside the timings: they do not depend on the
+machine's load, so they show flat-or-growing more reliably than seconds on 2 shared cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+# the package from PYTHONPATH when one is given (to measure another checkout's code), else ours
+sys.path.insert(len(sys.path) if os.environ.get("PYTHONPATH") else 0, str(REPO / "plugin"))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+import growth_corpus  # noqa: E402
+
+ROOT = Path(os.environ.get("EPISTEME_GROWTH_DIR", "/tmp/episteme-growth"))
+LEVELS = (10, 100, 300)
+SNAPSHOTS = (10, 50, 100, 150, 200, 250, 300)  # levels measurable if the build is cut short
+PROBE_SEEDS = range(5000, 5003)
+TODAY = dt.date(2026, 12, 1)
+CLEAN_ENV = {k: v for k, v in os.environ.items()
+             if not k.startswith(("WIKI_", "SQLITE_", "CHROMA_", "EMBEDDING_", "ANTHROPIC_"))}
+
+
+def _settings(wiki: Path):
+    from episteme.config import load_settings
+
+    return load_settings(wiki, env={}, dotenv=None)
+
+
+def _real_base() -> Path:
+    """The 10 real papers ingested and written (bench_trace's cache when present)."""
+    cache = Path(os.environ.get("EPISTEME_BENCH_CACHE", "/tmp/episteme-bench-trace"))
+    done = sorted((p.parent for p in cache.glob("written-*/done")), key=lambda p: p.stat().st_mtime)
+    if done:
+        return done[-1] / "wiki"
+    import bench_trace
+
+    return bench_trace.ensure_written_wiki(bench_trace.ensure_wiki())
+
+
+# ---------------------------------------------------------------------------------- build
+
+
+def build(args) -> None:
+    from episteme.compile.writer import write_paper
+    from episteme.ingest.pipeline import ingest_paper
+    from episteme.stores.embedding import get_embedder
+    from tqdm import tqdm
+
+    wiki = ROOT / "wiki"
+    state_path = ROOT / "state.json"
+    if not state_path.is_file():
+        shutil.rmtree(ROOT, ignore_errors=True)
+        ROOT.mkdir(parents=True)
+        shutil.copytree(_real_base(), wiki, ignore=shutil.ignore_patterns("*.lock", "tmp"))
+        state = {"done": [], "written": [], "seconds": {}}
+        state_path.write_text(json.dumps(state), encoding="utf-8")
+    state = json.loads(state_path.read_text(encoding="utf-8"))
+    settings = _settings(wiki)
+    emb = get_embedder(settings)
+    top = max(LEVELS)
+    filler = growth_corpus.corpus(top - 10, max_pages=args.filler_pages)
+    _snapshot(10)
+    bar = tqdm(filler, desc="growing", unit="paper", file=sys.stderr, initial=len(state["done"]))
+    for i, pdf in enumerate(filler):
+        if pdf.name in state["done"]:
+            continue
+        n = 10 + i + 1
+        write = n <= args.write_until or (args.write_every > 0 and (n - args.write_until) % args.write_every == 0)
+        t = time.perf_counter()
+        res = ingest_paper(settings, pdf, progress=False, embedder=emb)
+        t_ing = time.perf_counter() - t
+        t_w = 0.0
+        if write:
+            t = time.perf_counter()
+            write_paper(settings, res["paper"], writer="extractive", embedder=emb, today=TODAY)
+            t_w = time.perf_counter() - t
+            state["written"].append(pdf.name)
+        state["done"].append(pdf.name)
+        state["seconds"][pdf.name] = [round(t_ing, 3), round(t_w, 3), res.get("passages")]
+        state_path.write_text(json.dumps(state), encoding="utf-8")
+        bar.update(1)
+        if n in SNAPSHOTS:
+            _snapshot(n)
+    bar.close()
+
+
+def _snapshot(n: int) -> None:
+    target = ROOT / f"level-{n}"
+    if (target / "done").is_file():
+        return
+    shutil.rmtree(target, ignore_errors=True)
+    shutil.copytree(ROOT / "wiki", target / "wiki", ignore=shutil.ignore_patterns("*.lock", "tmp"))
+    (target / "done").write_text("ok\n", encoding="utf-8")
+
+
+# -------------------------------------------------------------------------------- measure
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> float:
+    t = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=CLEAN_ENV, cwd=cwd)
+    if proc.returncode not in (0, 1):  # lint exits 1 when it finds problems
+        raise RuntimeError(f"{cmd} failed ({proc.returncode}): {proc.stderr[-1500:]}")
+    return time.perf_counter() - t
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "episteme.cli", *args]
+
+
+def probe_ingest(level_wiki: Path, emb) -> dict:
+    """The probe papers ingested into a scratch copy of the level's wiki: seconds per paper,
+    store only and the extractive write, plus the work counters of the write."""
+    from episteme.compile.writer import write_paper
+    from episteme.ingest.pipeline import ingest_paper
+
+    scratch = ROOT / f"scratch-{os.getpid()}"
+    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.copytree(level_wiki, scratch / "wiki", ignore=shutil.ignore_patterns("*.lock", "tmp"))
+    settings = _settings(scratch / "wiki")
+    probes = [growth_corpus.corpus(1, start=s)[0] for s in PROBE_SEEDS]
+    store, write, pages, store_cpu, write_cpu = [], [], [], [], []
+    work = {"rows_read": 0, "entries_parsed": 0}
+    with _counting(work):
+        for pdf in probes:
+            t, c = time.perf_counter(), time.process_time()
+            res = ingest_paper(settings, pdf, progress=False, embedder=emb)
+            store.append(time.perf_counter() - t)
+            store_cpu.append(time.process_time() - c)
+            t, c = time.perf_counter(), time.process_time()
+            write_paper(settings, res["paper"], writer="extractive", embedder=emb, today=TODAY)
+            write.append(time.perf_counter() - t)
+            write_cpu.append(time.process_time() - c)
+            pages.append(growth_corpus.page_count(pdf))
+    shutil.rmtree(scratch, ignore_errors=True)
+    return {"store": statistics.mean(store), "write": statistics.mean(write), "probe_pages": pages,
+            "store_cpu": statistics.mean(store_cpu), "write_cpu": statistics.mean(write_cpu),
+            "write_rows_read": work["rows_read"] / len(probes),
+            "write_entries_parsed": work["entries_parsed"] / len(probes)}
+
+
+@contextlib.contextmanager
+def _counting(work: dict):
+    """Count, while the block runs, the section-index rows each refresh reads and the
+    ``index.md`` entries parsed: the work that used to grow with the wiki."""
+    from episteme.query import wikisearch
+    from episteme.wiki import edit, index
+
+    real_refresh, real_parse = wikisearch.WikiSectionIndex._refresh_locked, index.parse_index_md
+
+    def refresh(self):
+        out = real_refresh(self)
+        work["rows_read"] += out.get("rows_read", out["unchanged"] + out["updated"] + out["removed"])
+        return out
+
+    def parse(text):
+        out = real_parse(text)
+        work["entries_parsed"] += len(out.entries)
+        return out
+
+    wikisearch.WikiSectionIndex._refresh_locked = refresh
+    index.parse_index_md = edit.parse_index_md = parse
+    try:
+        yield
+    finally:
+        wikisearch.WikiSectionIndex._refresh_locked = real_refresh
+        index.parse_index_md = edit.parse_index_md = real_parse
+
+
+CHAT_QUESTIONS = 24  # the first N dev questions (all 48 cost minutes per level on a loaded machine)
+
+
+def chat_and_retrieve(wiki: Path) -> dict:
+    import bench_trace
+    from episteme.query.chat import QueryEngine
+
+    settings = _settings(wiki)
+    items = [json.loads(x) for x in bench_trace.GOLD.read_text(encoding="utf-8").splitlines()
+             if x.strip()][:CHAT_QUESTIONS]
+    engine = QueryEngine(settings)
+    engine.chat("warm up the engine", mode="offline")
+    times = []
+    for it in items:
+        t = time.perf_counter()
+        engine.chat(it["question"], mode="offline")
+        times.append(time.perf_counter() - t)
+    engine.close()
+    times.sort()
+    rv = bench_trace.evaluate_retrieval(wiki)
+    return {"chat_p50": statistics.median(times), "chat_p95": times[int(0.95 * (len(times) - 1))],
+            "n_chat": len(times), "recall5": rv["metrics"]["fused"]["recall@5"], "n_recall": rv["n"],
+            "retrieve_ms": rv["median_ms"], "wiki_sections": rv["sections"]}
+
+
+def measure_level(n: int, emb, rebuild_max: int) -> dict:
+    wiki = ROOT / f"level-{n}" / "wiki"
+    if not wiki.is_dir():
+        raise SystemExit(f"no snapshot {wiki}: run `bench_growth.py build` first")
+    from episteme.stores.sqlite import open_store
+
+    with open_store(_settings(wiki)) as st:  # read-write: migrates an older snapshot's schema
+        papers = len(st.papers())
+    out = {"level": n, "papers": papers, "pages": sum(1 for _ in wiki.glob("*.md")),
+           "disk_per_paper_mb": _du(wiki) / papers / 2**20}
+    print(f"[{n}] probing ingest...", file=sys.stderr)
+    out.update(probe_ingest(wiki, emb))
+    print(f"[{n}] chat and retrieval...", file=sys.stderr)
+    out.update(chat_and_retrieve(wiki))
+    print(f"[{n}] lint, graph stats...", file=sys.stderr)
+    out["lint"] = _run(_cli("lint", "--wiki", str(wiki)))
+    out["graph_stats"] = _run(_cli("graph", "--mode", "stats", "--wiki", str(wiki)))
+    _save(out)  # what is measured so far survives a failure of the rebuild
+    if papers <= rebuild_max:
+        print(f"[{n}] rebuild...", file=sys.stderr)
+        tmp = ROOT / "rebuild"
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(wiki, tmp / "wiki", ignore=shutil.ignore_patterns("*.lock", "tmp"))
+        out["rebuild"] = _run(_cli("rebuild", "--wiki", str(tmp / "wiki"), "--no-progress"))
+        shutil.rmtree(tmp, ignore_errors=True)
+        _save(out)
+    return out
+
+
+def _cpu_line(rows: list[dict]) -> str:
+    def cpu(r: dict) -> float | None:
+        x = r if "store_cpu" in r else None
+        f = ROOT / f"probe-{r['level']}-ours.json"
+        if x is None and f.is_file():
+            x = json.loads(f.read_text(encoding="utf-8"))
+        return x["store_cpu"] + x["write_cpu"] if x and "store_cpu" in x else None
+
+    first, last = cpu(rows[0]), cpu(rows[-1])
+    if first is None or last is None:
+        return ""
+    return (f"Per-paper ingest + write in CPU seconds, {rows[-1]['papers']} papers vs "
+            f"{rows[0]['papers']}: {last:.2f} s / {first:.2f} s = {last / first:.2f}× (the figure "
+            "to read on a loaded machine; wall times above swing with the neighbours).\n")
+
+
+def _work_table(rows: list[dict]) -> list[str]:
+    """Per-paper write path at each level, CPU seconds (less load-dependent than wall time) and
+    the work counters, for this code and (when measured) main's, on the same probe papers."""
+    def probe(n: int, tag: str) -> dict | None:
+        f = ROOT / f"probe-{n}-{tag}.json"
+        return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
+
+    out = ["Per probe paper, CPU seconds of the ingesting process (store only / extractive write) "
+           "and the work that used to grow: section-index rows read by the writer's refreshes, "
+           "`index.md` entries parsed.  `main` is the code before this change, same probes, same "
+           "snapshots.", "",
+           "| papers | this branch: CPU store / write | rows read / entries parsed "
+           "| main: CPU store / write | rows read / entries parsed |", "|---|---|---|---|---|"]
+    for r in rows:
+        ours = r if "store_cpu" in r else probe(r["level"], "ours")
+        main = probe(r["level"], "main")
+
+        def cells(x: dict | None) -> str:
+            if not x:
+                return "not measured | not measured"
+            cpu = (f"{x['store_cpu']:.1f} s / {x['write_cpu']:.1f} s" if "store_cpu" in x
+                   else "not measured")
+            return f"{cpu} | {x['write_rows_read']:.0f} / {x['write_entries_parsed']:.0f}"
+
+        out.append(f"| {r['papers']} | {cells(ours)} | {cells(main)} |")
+    return out
+
+
+def _save(row: dict) -> None:
+    row["load"] = os.getloadavg()
+    row["measured_at"] = dt.datetime.now(dt.timezone.utc).strftime("%H:%M UTC")
+    (ROOT / f"measure-{row['level']}.json").write_text(json.dumps(row), encoding="utf-8")
+
+
+def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
+    base = rows[0]
+    lines = [
+        "# Growth: 10, 100, 300 papers (issue 15 item 3)",
+        "",
+        f"Machine: {machine}. Load while measuring (`uptime`): {load}.",
+        "Produced by `benchmarks/bench_growth.py build` then `measure --write`.",
+        "",
+        *notes,
+        "",
+        "| papers | wiki sections | ingest s/paper, store only (× at 10) | + extractive write s/paper (× at 10) "
+        "| chat warm p50 / p95 | retrieve median | recall@5 | lint | graph stats | rebuild | disk/paper "
+        "| index rows read / index.md entries parsed per paper write |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        rb = f"{r['rebuild']:.0f} s" if "rebuild" in r else "not run"
+        lines.append(
+            f"| {r['papers']} | {r['wiki_sections']} | {r['store']:.2f} ({r['store'] / base['store']:.2f}×) "
+            f"| {r['write']:.2f} ({r['write'] / base['write']:.2f}×) "
+            f"| {r['chat_p50']:.2f} s / {r['chat_p95']:.2f} s | {r['retrieve_ms']:.0f} ms "
+            f"| {r['recall5']:.3f} (n={r['n_recall']}) | {r['lint']:.1f} s | {r['graph_stats']:.1f} s "
+            f"| {rb} | {r['disk_per_paper_mb']:.2f} MB "
+            f"| {r.get('write_rows_read', float('nan')):.0f} / {r.get('write_entries_parsed', float('nan')):.0f} |")
+    lines += ["", *_work_table(rows)]
+    last = rows[-1]
+    total = [(r["store"] + r["write"]) for r in rows]
+    lines += [
+        "",
+        _cpu_line(rows),
+        "Targets: per-paper ingest cost at 300 ≤ 1.2× at 10 (wall, here "
+        f"{total[-1] / total[0]:.2f}× store+write, {last['store'] / base['store']:.2f}× store only); "
+        f"chat warm p50 ≤ 1.5 s at 300 (here {last['chat_p50']:.2f} s); recall@5 ≥ 0.92 "
+        f"(here {last['recall5']:.3f}).",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def measure(args) -> None:
+    """Measure the requested levels (each row saved as ``measure-N.json``), then report every
+    level measured so far (``--report-only``: just the report)."""
+    from episteme.stores.embedding import get_embedder
+
+    if args.probe_only:  # the write path alone, e.g. with another checkout's code on PYTHONPATH
+        emb = get_embedder(_settings(ROOT / f"level-{SNAPSHOTS[0]}" / "wiki"))
+        for n in args.levels:
+            row = {"level": n, "code": args.probe_only, **probe_ingest(ROOT / f"level-{n}" / "wiki", emb)}
+            (ROOT / f"probe-{n}-{args.probe_only}.json").write_text(json.dumps(row), encoding="utf-8")
+            print(json.dumps(row))
+        return
+    if not args.report_only:
+        emb = get_embedder(_settings(ROOT / f"level-{SNAPSHOTS[0]}" / "wiki"))
+        for n in args.levels:
+            row = measure_level(n, emb, args.rebuild_max)
+            print(json.dumps(row), file=sys.stderr)
+    rows = sorted((json.loads(p.read_text(encoding="utf-8")) for p in ROOT.glob("measure-*.json")),
+                  key=lambda r: r["level"])
+    machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    load = "; ".join(f"{r['level']} papers at {r['measured_at']}: load {r['load'][0]:.1f}" for r in rows)
+    state = json.loads((ROOT / "state.json").read_text(encoding="utf-8"))
+    notes = [
+        f"- The library: the 10 real dev papers (written by the extractive writer), then "
+        f"{len(state['done'])} generated papers (`benchmarks/growth_corpus.py`, capped at "
+        f"{args.filler_pages} pages for the filler), {len(state['written'])} of them also written "
+        f"(every paper up to {args.write_until} papers in the library"
+        + (f", every {args.write_every}th beyond)." if args.write_every else "; the rest stored only)."),
+        f"- Ingest per paper: the mean over {len(PROBE_SEEDS)} probe papers (generated, "
+        f"{', '.join(map(str, rows[0]['probe_pages']))} pages) ingested into a copy of each level's "
+        "wiki, in-process with a warm embedder.",
+    ]
+    text = report(rows, machine, load, notes)
+    print(text)
+    if args.write:
+        (REPO / "benchmarks" / "RESULTS-growth.md").write_text(text, encoding="utf-8")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    b = sub.add_parser("build")
+    b.add_argument("--filler-pages", type=int, default=5)
+    b.add_argument("--write-every", type=int, default=0, help="beyond --write-until, write every Nth (0: none)")
+    b.add_argument("--write-until", type=int, default=60, help="write every paper up to this many")
+    m = sub.add_parser("measure")
+    m.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-growth.md")
+    m.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
+    m.add_argument("--report-only", action="store_true")
+    m.add_argument("--probe-only", metavar="TAG", help="only the probe ingests, saved as probe-N-TAG.json")
+    m.add_argument("--rebuild-max", type=int, default=10, help="rebuild only levels up to N papers")
+    m.add_argument("--filler-pages", type=int, default=5)
+    m.add_argument("--write-every", type=int, default=0)
+    m.add_argument("--write-until", type=int, default=60)
+    args = ap.parse_args()
+    (build if args.cmd == "build" else measure)(args)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

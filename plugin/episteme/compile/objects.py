@@ -1,0 +1,63 @@
+"""Tables, figures and algorithms in the wiki sections the offline writer compiles.
+
+The splitter takes captions and table cells out of section bodies and stores them as objects
+(``objects`` table: label, page, caption, the section they are printed in).  A wiki section
+written from a paper section should still say which tables and figures that section has, so a
+reader (and the tracer) can go to "Table 2 (p. 8)".  This module lists them; the extractive
+writer appends the paragraph.  Captions are quoted verbatim (their first sentence): they are
+paper text, embedded as passages of their own, so a quoted caption traces back to its object.
+"""
+
+from __future__ import annotations
+
+import re
+
+#: object kinds a wiki section mentions (footnotes stay with the paper)
+QUOTED_KINDS = ("table", "figure", "algorithm")
+#: at most this many objects per wiki section (a results section can hold a dozen figures)
+MAX_OBJECTS = 4
+_LABEL_LEAD = re.compile(r"^\s*(?:table|figure|fig\.|algorithm)\s*[\w.]{1,6}\s*[:.|]\s*", re.I)
+
+
+def paper_objects(settings, paper_id: str) -> list[dict]:
+    """The paper's stored tables, figures and algorithms in page order ([] for a store that
+    has none, e.g. a paper ingested before objects existed)."""
+    from ..stores.sqlite import open_store
+
+    with open_store(settings, readonly=True) as store:
+        return [o for o in store.objects(paper_id) if o["kind"] in QUOTED_KINDS]
+
+
+def section_objects(objects: list[dict], number: str | None, title: str) -> list[dict]:
+    """The objects printed in the paper section ``number title`` (the splitter records each
+    object's section as ``"<number> <title>"``)."""
+    key = f"{number or ''} {title}".strip()
+    return [o for o in objects if (o.get("section") or "").strip() == key]
+
+
+def caption_sentence(caption: str, limit: int = 240) -> str:
+    """A caption's first sentence without its label ("Table 2: The Transformer achieves ..."
+    -> "The Transformer achieves ..."), one line, wiki-link brackets removed, capped."""
+    text = " ".join(_LABEL_LEAD.sub("", caption or "").split())
+    text = text.replace("[[", "[").replace("]]", "]")
+    m = re.search(r"(?<=[a-z0-9)\]])[.!?](?=\s+[A-Z(])", text)
+    if m and m.end() >= 20:
+        text = text[: m.end()]
+    if len(text) > limit:
+        text = text[: limit - 1].rsplit(" ", 1)[0].rstrip(",;:") + "…"
+    return text
+
+
+def objects_paragraph(objects: list[dict], limit: int = MAX_OBJECTS) -> str:
+    """Markdown listing ``objects`` as "**Table 2** (p. 8): “caption”" lines ("" when none);
+    past ``limit`` the rest are counted, not listed."""
+    if not objects:
+        return ""
+    lines = []
+    for o in objects[:limit]:
+        cap = caption_sentence(o.get("caption", ""))
+        lines.append(f"- **{o['label']}** (p. {o['page']})" + (f": “{cap}”" if cap else ""))
+    more = len(objects) - limit
+    if more > 0:
+        lines.append(f"- and {more} more in this section of the paper")
+    return "Tables and figures in this section:\n\n" + "\n".join(lines)
