@@ -170,6 +170,34 @@ def test_batch_killed_mid_run_then_rerun_finishes_with_nothing_half_written(tmp_
     _lint_stores(wiki)
 
 
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="signals a process group (POSIX)")
+def test_ctrl_c_stops_the_batch_with_a_summary_and_the_rerun_finishes(tmp_path):
+    src = tmp_path / "library"
+    pdfs = _papers(src, range(4), nested=False)
+    wiki = tmp_path / "w"
+    proc = subprocess.Popen([sys.executable, "-m", "episteme.cli", "ingest", str(src), "--wiki",
+                             str(wiki), "--jobs", "2", "--no-progress"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=_env(), start_new_session=True)
+    for line in proc.stderr:
+        if line.startswith("ingested"):
+            os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in a terminal sends: the group
+            break
+    out, _ = proc.communicate(timeout=120)
+    summary = json.loads(out)
+    if proc.returncode == 0:  # (the last papers finished before the signal arrived)
+        assert summary["counts"]["ingested"] == 4
+    else:
+        assert proc.returncode == 130 and summary["status"] == "interrupted"
+        assert summary["counts"]["interrupted"] >= 1 and summary["counts"]["ingested"] >= 1
+    assert not list((wiki / ".episteme" / "tmp").iterdir())  # its temp copies are removed
+    stored, _ = _stores(wiki)
+    assert {p["paper"] for p in summary["papers"]} == set(stored)
+    done = _cli("ingest", str(src), "--wiki", str(wiki), "--no-progress")
+    assert done.returncode == 0, done.stderr
+    final, _ = _stores(wiki)
+    assert set(final) == {p.name for p in pdfs}
+
+
 # ----------------------------------------------------------------------------------- Zotero
 
 #: the tables of Zotero's schema that episteme reads (as Zotero 5-7 define them, trimmed to

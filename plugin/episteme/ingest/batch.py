@@ -180,18 +180,13 @@ def ingest_batch(settings, paths: Iterable[str | os.PathLike], *, jobs: int | No
             reconcile(settings)
     items = _plan(settings, files, names, metadata, force, sha256_bytes)
     todo = [it for it in items if it.status == "pending"]
-    bar = None
-    if progress and items:
-        from tqdm import tqdm
-
-        bar = tqdm(total=len(items), desc="ingest", unit="file", file=sys.stderr,
-                   dynamic_ncols=True)
-        bar.set_postfix(sections=0)
     counters = {"sections": 0}
+    bar = None
 
     def report(it: BatchItem) -> None:
-        if bar is None:
-            return
+        """One status line per file on stderr (above the bar), then the bar moves on."""
+        from ..cliutil import sanitize_terminal
+
         line = {"failed": f"FAILED     {it.path}: {it.error}",
                 "unchanged": f"unchanged  {it.path}",
                 "duplicate": f"duplicate  {it.path} (same bytes as {it.result.get('same_as')})"
@@ -200,17 +195,24 @@ def ingest_batch(settings, paths: Iterable[str | os.PathLike], *, jobs: int | No
             line = (f"{it.status:<10} {it.path} -> {it.paper_id} "
                     f"({it.result.get('sections_indexed', 0)} sections, "
                     f"{it.result.get('passages', 0)} passages)")
-        from ..cliutil import sanitize_terminal
-
+        if bar is None:
+            print(sanitize_terminal(line), file=sys.stderr, flush=True)
+            return
         bar.write(sanitize_terminal(line), file=sys.stderr)
         bar.set_postfix(sections=counters["sections"], refresh=False)
         bar.update(1)
 
-    for it in items:
+    for it in items:  # known before any work: listed first, and not in the bar's rate (ETA)
         if it.status == "unchanged" and after_commit is not None:
             _after(it, after_commit)  # a batch killed between store and pages: write them now
         if it.status != "pending":
             report(it)
+    if progress and todo:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(items), initial=len(items) - len(todo), desc="ingest", unit="file",
+                   file=sys.stderr, dynamic_ncols=True)
+        bar.set_postfix(sections=0)
     interrupted = False
     try:
         if todo:
