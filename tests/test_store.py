@@ -6,11 +6,11 @@ import sqlite3
 
 import pytest
 from episteme.errors import EpistemeError
+from episteme.paper import PaperSection
 from episteme.stores.sqlite import (
     SCHEMA_VERSION,
     PaperRow,
     PassageRow,
-    SectionRow,
     Store,
     fts5_quote,
     section_id_for,
@@ -25,7 +25,7 @@ def _paper(pid="p.pdf", sha="a" * 64, *, texts=("Scaled dot-product attention us
     sections = []
     for i, text in enumerate(texts):
         sid = section_id_for(pid, str(i + 1), "t", taken)
-        s = SectionRow(sid, i, str(i + 1), f"Section {i + 1}", 1, "body", 1, 2, text)
+        s = PaperSection(str(i + 1), f"Section {i + 1}", 1, "body", 1, 2, text, id=sid, ord=i)
         s.passages.append(PassageRow(f"{sid}~0", 0, text, 1 + i, 0, len(text)))
         sections.append(s)
     return paper, sections
@@ -81,6 +81,26 @@ def test_write_read_replace_and_cascade(tmp_path):
     assert st.counts() == {"papers": 0, "sections": 0, "passages": 0}
     assert st.conn.execute("SELECT count(*) FROM passages_fts").fetchone()[0] == 0
     st.close()
+
+
+def test_one_section_type_from_splitter_through_store_to_writer(tmp_path):
+    """The splitter, the store and the writer share one PaperSection: what ingest writes is
+    what the writer reads back (same fields, same labels the sources and plans show)."""
+    from episteme.compile import writer
+    from episteme.pdf import split
+
+    assert split.PaperSection is writer.PaperSection is PaperSection
+    paper, sections = _paper()
+    with Store(tmp_path / "s.db") as st:
+        with st.transaction():
+            st.write_paper(paper, sections)
+        back = st.paper_sections("p.pdf")
+    assert [(s.id, s.ord, s.number, s.title, s.level, s.kind, s.page_start, s.page_end, s.text)
+            for s in back] == [
+        (s.id, s.ord, s.number, s.title, s.level, s.kind, s.page_start, s.page_end, s.text)
+        for s in sections]
+    assert back[0].section_title == "1 Section 1" and back[0].label == "§1 Section 1"
+    assert back[0].pages_label == "pp. 1–2" and back[0].page_at(5) == 1
 
 
 def test_rollback_leaves_previous_rows(tmp_path):

@@ -1,6 +1,6 @@
 """The web UI in a real headless Chromium (Debian's /usr/bin/chromium driven by Playwright; no
 downloaded browser): upload a paper and watch it finish, browse the pages it wrote and follow a
-[[link]], ask a question and open a citation.  Screenshots go to test-artifacts/ui/.
+[[link]], ask a question and open a citation.  Screenshots go to $TMPDIR/episteme-test-artifacts/ui/.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 in a page written from the real Attention paper is highlighted as contradicted, with a
 labelled button (not colour alone) whose tooltip, on hover and on keyboard focus, gives the
 reason and the paper's quote (aria-describedby); clicking opens the evidence panel on the
-quoted page.  Screenshot: test-artifacts/ui/11-wiki-claims.png."""
+quoted page.  Screenshot: $TMPDIR/episteme-test-artifacts/ui/11-wiki-claims.png."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The evidence panel in a real headless Chromium (Debian's /usr/bin/chromium via Playwright):
 ask a question over real ingested papers, open a source, and check that the highlight boxes
 drawn over the page image sit on the quote's words -- the text under each box, read from the
-PDF's own text positions, holds the quote's words in order.  Screenshots: test-artifacts/ui/.
+PDF's own text positions, holds the quote's words in order.  Screenshots: $TMPDIR/episteme-test-artifacts/ui/.
 """
 
 from __future__ import annotations

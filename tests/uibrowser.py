@@ -5,12 +5,17 @@ with their API twins (where the quote's words lie, a wiki page with a wrong numb
 
 from __future__ import annotations
 
+import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-SHOTS = REPO / "test-artifacts" / "ui"
+# Outside the checkout: a local marketplace install copies the whole folder (issue 12).
+ARTIFACTS = Path(os.environ.get("EPISTEME_TEST_ARTIFACTS")
+                 or Path(tempfile.gettempdir()) / "episteme-test-artifacts")
+SHOTS = ARTIFACTS / "ui"
 CHROMIUM = Path("/usr/bin/chromium")
 # The flags this closed machine needs: without the background-networking ones Chromium keeps
 # trying hosts it cannot reach.

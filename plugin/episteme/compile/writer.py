@@ -22,6 +22,7 @@ from typing import Any
 
 from ..errors import EpistemeError, NotFoundError, UsageError
 from ..fsutil import crash_point
+from ..paper import PaperSection
 from ..wiki.edit import (
     WikiWriter,
     find_section,
@@ -368,30 +369,6 @@ def apply_plan(
 
 
 @dataclass
-class PaperSection:
-    """A section of an ingested paper, as the writers see it."""
-
-    id: str
-    ord: int
-    number: str | None
-    title: str
-    level: int
-    kind: str
-    page_start: int
-    page_end: int
-    text: str
-
-    @property
-    def label(self) -> str:
-        """``§3.2.2 Multi-Head Attention`` (or just the title when unnumbered)."""
-        return f"§{self.number} {self.title}" if self.number else self.title
-
-    @property
-    def pages_label(self) -> str:
-        return f"p. {self.page_start}" if self.page_start == self.page_end else f"pp. {self.page_start}–{self.page_end}"
-
-
-@dataclass
 class PaperInfo:
     id: str
     title: str
@@ -437,14 +414,7 @@ def load_paper(settings, paper_id: str) -> PaperInfo:
         if row is None:
             known = ", ".join(p["id"] for p in store.papers()) or "none"
             raise NotFoundError(f"paper {paper_id!r} is not ingested in this wiki (ingested: {known})")
-        sections = [
-            PaperSection(
-                id=s["section_id"], ord=int(s["ord"]), number=s["number"], title=s["title"],
-                level=int(s["level"]), kind=s["kind"], page_start=int(s["page_start"]),
-                page_end=int(s["page_end"]), text=s["section_text"],
-            )
-            for s in store.sections(paper_id)
-        ]
+        sections = store.paper_sections(paper_id)
     title = (row.get("title") or "").strip() or Path(paper_id).stem
     return PaperInfo(paper_id, sanitize_title(title), list(row.get("authors") or []), sections,
                      dict(row.get("meta") or {}))

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ..errors import EpistemeError, NotFoundError, UsageError
 from ..fsutil import crash_point, sanitize_filename, wiki_lock
+from ..paper import PaperSection
 
 PASSAGE_MAX_TOKENS = 200  # well under the model's 256-word-piece window (specials included)
 NOT_EMBEDDED_KINDS = frozenset({"references"})  # kept in SQLite, never traced to
@@ -68,7 +69,7 @@ class _Prepared:
     """A split + embedded paper, ready to be written."""
 
     paper: object  # store.PaperRow
-    sections: list  # list[store.SectionRow]
+    sections: list  # list[paper.PaperSection], with ids and passages
     ids: list[str]
     embeddings: object  # np.ndarray
     metadatas: list[dict]
@@ -228,28 +229,29 @@ def prepare_split(paper_id: str, res, sha: str, embedder, *, on_split=None) -> _
     """A split paper as store rows and passages, not yet embedded (``embeddings`` is ``None``):
     a batch embeds the passages of several papers in one call, then commits each paper."""
     from ..pdf.passages import make_passages
-    from ..stores.sqlite import PaperRow, PassageRow, SectionRow, section_id_for
+    from ..stores.sqlite import PaperRow, PassageRow, section_id_for
 
     taken: set[str] = set()
-    sections: list[SectionRow] = []
+    sections: list[PaperSection] = []
     for i, s in enumerate(res.sections):
-        title = s.title or ("Front matter" if s.kind == "front" else "Untitled")
-        sid = section_id_for(paper_id, s.number or None, title, taken)
-        row = SectionRow(sid, i, s.number or None, title, int(s.level), s.kind,
-                         int(s.page_start), int(s.page_end), s.text)
+        # the splitter's section, given its store identity (id, ord; unnumbered = None)
+        s.title = s.title or ("Front matter" if s.kind == "front" else "Untitled")
+        s.number = s.number or None
+        s.id, s.ord = section_id_for(paper_id, s.number, s.title, taken), i
+        s.level, s.page_start, s.page_end = int(s.level), int(s.page_start), int(s.page_end)
         if s.kind not in NOT_EMBEDDED_KINDS and s.text.strip():
             for j, p in enumerate(make_passages(s, embedder.count_tokens,
                                                 max_tokens=PASSAGE_MAX_TOKENS)):
-                row.passages.append(PassageRow(f"{sid}~{j}", j, p.text, int(p.page),
-                                               int(p.char_start), int(p.char_end)))
-        sections.append(row)
+                s.passages.append(PassageRow(f"{s.id}~{j}", j, p.text, int(p.page),
+                                             int(p.char_start), int(p.char_end)))
+        sections.append(s)
     objects = _object_sections(paper_id, res, sections, taken, embedder)
     ids, docs, metas = [], [], []
     for s in sections:
         for p in s.passages:
             ids.append(p.id)
             docs.append(p.text)
-            metas.append({"paper": paper_id, "section_id": s.section_id, "page": p.page,
+            metas.append({"paper": paper_id, "section_id": s.id, "page": p.page,
                           "ord": p.ord, "kind": s.kind, "char_start": p.char_start,
                           "char_end": p.char_end})
     if not ids:
@@ -275,8 +277,7 @@ def _object_sections(paper_id: str, res, sections: list, taken: set[str], embedd
     paper's sections), so their passages are embedded and a claim about a table value traces
     to "Table 4, p. 8" rather than to whatever prose the caption interrupted."""
     from ..pdf.passages import make_passages
-    from ..pdf.split import PaperSection
-    from ..stores.sqlite import PassageRow, SectionRow, section_id_for
+    from ..stores.sqlite import PassageRow, section_id_for
 
     out = []
     for obj in res.objects:
@@ -285,10 +286,9 @@ def _object_sections(paper_id: str, res, sections: list, taken: set[str], embedd
         if not text.strip():
             continue
         sid = section_id_for(paper_id, None, obj.label, taken)
-        sec = PaperSection("", obj.label, 9, obj.kind, obj.page, obj.page, text, [(0, obj.page)])
-        row = SectionRow(sid, len(sections), None, obj.label, 9, obj.kind, obj.page, obj.page,
-                         text)
-        for j, p in enumerate(make_passages(sec, embedder.count_tokens,
+        row = PaperSection(None, obj.label, 9, obj.kind, obj.page, obj.page, text,
+                           [(0, obj.page)], id=sid, ord=len(sections))
+        for j, p in enumerate(make_passages(row, embedder.count_tokens,
                                             max_tokens=PASSAGE_MAX_TOKENS)):
             row.passages.append(PassageRow(f"{sid}~{j}", j, p.text, int(p.page),
                                            int(p.char_start), int(p.char_end)))

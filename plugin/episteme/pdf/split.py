@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EpistemeError
+from ..paper import PaperSection
 from .headings import (
     APPENDIX_NUMBERED,
     KNOWN,
@@ -49,26 +50,6 @@ class PdfError(EpistemeError):
     def __init__(self, kind: str, message: str):
         super().__init__(message, details={"kind": kind})
         self.kind = kind
-
-
-@dataclass
-class PaperSection:
-    number: str
-    title: str
-    level: int
-    kind: str  # front | abstract | body | references | appendix
-    page_start: int
-    page_end: int
-    text: str
-    page_breaks: list[tuple[int, int]] = field(default_factory=list)
-
-    def page_at(self, offset: int) -> int:
-        """The 1-based page on which character ``offset`` of :attr:`text` is printed."""
-        if not self.page_breaks:
-            return self.page_start
-        starts = [o for o, _ in self.page_breaks]
-        i = bisect.bisect_right(starts, max(offset, 0)) - 1
-        return self.page_breaks[max(i, 0)][1]
 
 
 @dataclass

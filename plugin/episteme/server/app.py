@@ -564,8 +564,9 @@ def read_wiki_page(wiki: Path, page: str) -> dict:
     """One page: frontmatter, markdown, sections (with ids) and where its links point."""
     from ..graph import WikiGraph
     from ..wiki.files import read_bytes
-    from ..wiki.frontmatter import parse_frontmatter
+    from ..wiki.frontmatter import parse_frontmatter, strip_bom
     from ..wiki.sections import parse_page
+    from .pageview import graph_resolver, tokenize
 
     wiki = Path(wiki)
     if not page or "\x00" in page:
@@ -585,16 +586,28 @@ def read_wiki_page(wiki: Path, page: str) -> dict:
     fm = parse_frontmatter(text.encode("utf-8"))
     parsed = parse_page(text, strict=False)
     node = g.index.get(pid)
+    resolve = graph_resolver(g, pid)
     links: dict[str, str | None] = {}
     backlinks: list[dict] = []
     if node is not None:
         for link in g.pages[node].links:
             if link.target not in links:
-                r = g.resolve(link.target)
-                links[link.target] = g.ids[r.node] if r.node is not None else None
+                links[link.target] = resolve(link.target)
         backlinks = [{"page": g.ids[i], "title": g.pages[i].title} for i in sorted(set(g.in_edges[node]))
                      if i != node]
     props = g.pages[node].props if node is not None else fm.props
+    # the text as the UI renders it: links found by wiki.links, resolved as the graph does
+    refs: list[dict] = []
+    view = {
+        "preamble": tokenize(parsed.preamble or "", refs, resolve),
+        "sections": [{"id": s.id, "title": tokenize(s.title or "", refs, resolve),
+                      "body": tokenize(s.body or "", refs, resolve)} for s in parsed.sections],
+        # what the UI renders when there is neither a section nor a preamble
+        "body": "" if parsed.sections or (parsed.preamble or "").strip() else tokenize(
+            strip_bom(text.encode("utf-8", "surrogatepass"))[fm.body_offset:].decode("utf-8", "replace"),
+            refs, resolve),
+        "links": refs,
+    }
     t = props.get("type")
     return {
         "page": pid,
@@ -611,7 +624,22 @@ def read_wiki_page(wiki: Path, page: str) -> dict:
         ],
         "links": links,
         "backlinks": backlinks,
+        "view": view,
     }
+
+
+def answer_view(wiki: Path, answer: str) -> dict:
+    """An answer as the UI renders it: ``{"text", "links"}`` with its ``[[links]]`` found by
+    wiki.links and resolved against the wiki's graph (see :mod:`.pageview`)."""
+    from .pageview import graph_resolver, tokenize
+
+    refs: list[dict] = []
+    resolve = None
+    if "[[" in answer:
+        from ..graph import WikiGraph
+
+        resolve = graph_resolver(WikiGraph.build(Path(wiki)), None)
+    return {"text": tokenize(answer, refs, resolve), "links": refs}
 
 
 def page_claims(settings, page: str, *, tracer=None, lock=None) -> dict:
@@ -917,6 +945,7 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         _with_boxes(settings, result)
         # for the UI: where each cited wiki section lives (from index.md, no second pipeline)
         result["wiki_sections"] = section_pages(settings.wiki, result.get("wiki_sections_used") or [])
+        result["answer_view"] = answer_view(settings.wiki, result.get("answer") or "")
         return result
 
     class TraceRequest(BaseModel):
@@ -1005,7 +1034,10 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     @app.get("/wiki/{page:path}", summary="One page: markdown, sections, resolved links")
     def wiki_page(page: str) -> dict:
         """A page by path (``concepts/x.md``, ``.md`` optional) or by the name a ``[[link]]``
-        would use; ``links`` maps each link target to the page it resolves to (or null)."""
+        would use; ``links`` maps each link target to the page it resolves to (or null), as
+        ``episteme graph`` resolves it from this page; ``view`` is the text as the UI renders
+        it, every link found by wiki.links and replaced by a token naming its record in
+        ``view.links`` (``{raw, kind, target, anchor, page, display, plain, dangling}``)."""
         return read_wiki_page(settings.wiki, page)
 
     # --- graph ----------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from pathlib import Path
 
 from ..errors import EpistemeError
 from ..fsutil import slugify
+from ..paper import PaperSection
 
 # Each entry upgrades the schema by one version (index 0 -> version 1).  Never edit a released
 # step; append a new one.
@@ -105,24 +106,6 @@ MIGRATIONS: list[str] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 OBJECT_KINDS = frozenset({"table", "figure", "algorithm", "footnote"})
-
-
-@dataclass
-class SectionRow:
-    section_id: str
-    ord: int
-    number: str | None
-    title: str
-    level: int
-    kind: str
-    page_start: int
-    page_end: int
-    section_text: str
-    passages: list[PassageRow] = field(default_factory=list)
-
-    @property
-    def section_title(self) -> str:
-        return f"{self.number} {self.title}".strip() if self.number else self.title
 
 
 @dataclass
@@ -276,7 +259,7 @@ class Store:
         cur = self.conn.execute("DELETE FROM papers WHERE id = ?", (paper_id,))
         return cur.rowcount > 0
 
-    def write_paper(self, paper: PaperRow, sections: Sequence[SectionRow]) -> None:
+    def write_paper(self, paper: PaperRow, sections: Sequence[PaperSection]) -> None:
         """Replace every row of ``paper.id``.  Call inside :meth:`begin` or :meth:`transaction`."""
         if not self.conn.in_transaction:
             raise RuntimeError("write_paper must run inside a transaction")
@@ -313,7 +296,7 @@ class Store:
             "VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             [
                 (
-                    s.section_id,
+                    s.id,
                     paper.id,
                     s.ord,
                     s.number,
@@ -322,7 +305,7 @@ class Store:
                     s.kind,
                     s.page_start,
                     s.page_end,
-                    s.section_text,
+                    s.text,
                     s.section_title,
                     paper.id,
                 )
@@ -333,7 +316,7 @@ class Store:
             "INSERT INTO passages (id, section_id, paper_id, ord, text, page, char_start, char_end) "
             "VALUES (?,?,?,?,?,?,?,?)",
             [
-                (p.id, s.section_id, paper.id, p.ord, p.text, p.page, p.char_start, p.char_end)
+                (p.id, s.id, paper.id, p.ord, p.text, p.page, p.char_start, p.char_end)
                 for s in sections
                 for p in s.passages
             ],
@@ -368,6 +351,18 @@ class Store:
                 "SELECT * FROM sections WHERE paper_id = ? ORDER BY ord", (paper_id,)
             )
         return [dict(r) for r in rows]
+
+    def paper_sections(self, paper_id: str) -> list[PaperSection]:
+        """A paper's sections, in order, as the type ingest wrote them with (no passages, no
+        page breaks: the writers need the text and where it is printed)."""
+        return [
+            PaperSection(
+                id=s["section_id"], ord=int(s["ord"]), number=s["number"], title=s["title"],
+                level=int(s["level"]), kind=s["kind"], page_start=int(s["page_start"]),
+                page_end=int(s["page_end"]), text=s["section_text"],
+            )
+            for s in self.sections(paper_id)
+        ]
 
     def section(self, section_id: str) -> dict | None:
         row = self.conn.execute(

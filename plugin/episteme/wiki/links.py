@@ -316,6 +316,29 @@ def display_text(text: str) -> str:
     return b"".join(out).decode("utf-8", "surrogatepass")
 
 
+LinkMark = namedtuple("LinkMark", ["start", "end", "text", "embed"])
+LinkMark.__doc__ = """Where one ``[[...]]`` sits in a text (character offsets, ``start`` at the
+first ``[``), its inner ``text`` as written, and whether a ``!`` before it makes it an embed."""
+
+
+def link_marks(text: str) -> list[LinkMark]:
+    """Every ``[[...]]`` of ``text`` that is not in code, with its place in ``text``: what the
+    server hands the web UI so that the page is linked by this parser, not a second one.
+    ``normalize_target(mark.text)`` is where a link points (``""``: the same page)."""
+    if "[[" not in text:
+        return []
+    data = text.encode("utf-8", "surrogatepass")
+    out = []
+    pos = chars = 0  # byte offset and the character offset it corresponds to
+    for a, b in _link_spans(data):
+        chars += len(data[pos:a].decode("utf-8", "surrogatepass"))
+        inner = data[a + 2 : b - 2].decode("utf-8", "surrogatepass")
+        end = chars + len(inner) + 4
+        out.append(LinkMark(chars, end, inner, a > 0 and data[a - 1] == 33))
+        pos, chars = b, end
+    return out
+
+
 def _link_spans(body: bytes) -> list[tuple[int, int]]:
     """Byte ranges ``[[...]]`` of the links in ``body`` (embeds' ``!`` left outside) that are
     not in code."""

@@ -82,40 +82,40 @@
 
   function claimText(c) { return typeof c === "string" ? c : (c && (c.claim || c.text)) || ""; }
 
-  // The answer as the tracer saw it: citations removed, [[links]] reduced to their label,
-  // whitespace collapsed; map[i] = index in the original text of plain[i].
-  function normalized(text) {
+  // The answer as the tracer saw it: citations removed, each link token (the server's
+  // answer_view) read as its plain text, whitespace collapsed; map[i] / mapEnd[i] = where
+  // plain[i] starts / ends in the original text (a link's letters start at its token and end
+  // after it, so a mark never lands inside a token).
+  function normalized(text, refs) {
     const plain = [];
     const map = [];
+    const mapEnd = [];
     let i = 0;
     const skip = /^\s*\[sec_\d{3,}(?:\s*[,;]\s*sec_\d{3,})*\]/;
+    const token = /^\uE000(\d+)\uE001/;
     while (i < text.length) {
       const rest = text.slice(i, i + 200);
       const m = skip.exec(rest);
       if (m) { i += m[0].length; continue; }
-      if (text.startsWith("[[", i)) {
-        const close = text.indexOf("]]", i + 2);
-        if (close > 0) {
-          const inner = text.slice(i + 2, close);
-          const bar = inner.indexOf("|");
-          const labelStart = bar >= 0 ? i + 2 + bar + 1 : i + 2;
-          const label = bar >= 0 ? inner.slice(bar + 1) : inner.split("#")[0];
-          for (let k = 0; k < label.length; k++) { plain.push(label[k]); map.push(labelStart + k); }
-          i = close + 2;
-          continue;
-        }
+      const t = text[i] === "\uE000" ? token.exec(rest) : null;
+      if (t) {
+        const label = ((refs || [])[+t[1]] || {}).plain || "";
+        for (let k = 0; k < label.length; k++) { plain.push(label[k]); map.push(i); mapEnd.push(i + t[0].length); }
+        i += t[0].length;
+        continue;
       }
       const ch = text[i];
       if (/\s/.test(ch)) {
-        if (plain.length && plain[plain.length - 1] !== " ") { plain.push(" "); map.push(i); }
+        if (plain.length && plain[plain.length - 1] !== " ") { plain.push(" "); map.push(i); mapEnd.push(i + 1); }
       } else if (ch !== "*" && ch !== "_" && ch !== "`") {
-        plain.push(ch); map.push(i);
+        plain.push(ch); map.push(i); mapEnd.push(i + 1);
       }
       i++;
     }
-    return { plain: plain.join(""), map: map };
+    return { plain: plain.join(""), map: map, mapEnd: mapEnd };
   }
-  const squash = (s) => s.replace(/\[sec_[^\]]*\]/g, "").replace(/\[\[([^\]|]*\|)?([^\]]*)\]\]/g, "$2")
+  // claims are the tracer's text, where links are already their plain text (wiki.links)
+  const squash = (s) => s.replace(/\[sec_[^\]]*\]/g, "")
     .replace(/[*_`]/g, "").replace(/\s+/g, " ").trim();
 
   function locate(norm, text, claim) {
@@ -130,7 +130,7 @@
     }
     if (at < 0) return null;
     const start = norm.map[at];
-    let end = norm.map[at + len - 1] + 1;
+    let end = norm.mapEnd[at + len - 1];
     // the citation goes after the sentence (and its [sec_..] ids), not mid-word
     const tail = /^[^.!?\n]*?(?:[.!?](?=\s|$)|(?=\n)|$)/.exec(text.slice(end));
     if (tail && !/[.!?]$/.test(text.slice(start, end).trim())) end += tail[0].length;
@@ -170,8 +170,8 @@
     return { list: order, cited: cited };
   }
 
-  function annotate(text, cited, unsupported, contradicted) {
-    const norm = normalized(text);
+  function annotate(text, cited, unsupported, contradicted, refs) {
+    const norm = normalized(text, refs);
     const edits = []; // [position, insert text, order]
     const unplaced = [];
     cited.forEach((c) => {
@@ -263,6 +263,8 @@
     const rejected = unsupported.map((u) => (Array.isArray(r.claims) ? r.claims : [])
       .find((c) => c && c.claim === claimText(u)) || (typeof u === "object" ? u : { claim: u }));
     turnData[turn] = { list: list, r: r, rejected: rejected };
+    // the answer with its [[links]] found and resolved by the server (one link parser)
+    const view = r.answer_view || { text: r.answer || "", links: [] };
     const sectionPages = {};
     (r.wiki_sections || []).forEach((w) => { if (w.page) sectionPages[w.id] = w.page; });
     const div = document.createElement("div");
@@ -270,7 +272,8 @@
     div.dataset.turn = String(turn);
     let html = '<div class="question">' + esc(q) + "</div>";
     html += '<div class="answer" data-testid="answer">' +
-      decorate(window.Markdown.render(annotate(r.answer || "", cited, unsupported, contradicted)), sectionPages) + "</div>";
+      decorate(window.Markdown.render(annotate(view.text, cited, unsupported, contradicted, view.links),
+        { linkRefs: view.links }), sectionPages) + "</div>";
     if (contradicted.length) html += contradictedBox(contradicted);
     if (unsupported.length) {
       html += '<div class="unsupported-box" data-testid="unsupported"><strong>Not supported by the sources (' +
@@ -455,26 +458,27 @@
     if (ticket !== navTicket) return;
     state.page = p.page;
     renderPageList();
-    const links = {};
-    Object.keys(p.links || {}).forEach((k) => { links[k.toLowerCase()] = p.links[k]; });
-    const opts = { links: links, headingShift: 0 };
+    // links come resolved by the server (p.view: the text with link tokens, and their records)
+    const view = p.view || { preamble: "", sections: [], body: "", links: [] };
+    const opts = { linkRefs: view.links, headingShift: 0 };
     let html = '<header class="page-head"><div class="crumbs">' + esc(p.page) + "</div><h1>" + esc(p.title) + "</h1>" +
       '<div class="tags">' + (p.type ? '<span class="chip type">' + esc(p.type) + "</span>" : "") +
       (p.tags || []).map((t) => '<span class="chip">#' + esc(t) + "</span>").join("") + "</div>" +
       ((p.sections || []).length ? '<div class="claims-status muted small" id="claims-status" aria-live="polite" data-state="checking">Checking this page\u2019s claims against its sources\u2026</div>' : "") +
       "</header>";
-    if (p.preamble && p.preamble.trim()) html += '<div class="preamble">' + window.Markdown.render(p.preamble, opts) + "</div>";
-    (p.sections || []).forEach((s) => {
+    if (p.preamble && p.preamble.trim()) html += '<div class="preamble">' + window.Markdown.render(view.preamble, opts) + "</div>";
+    (p.sections || []).forEach((s, k) => {
       const level = Math.min(6, Math.max(2, s.level || 2));
-      html += '<section class="wsec" id="' + esc(s.id) + '"><h' + level + ">" + window.Markdown.inline(s.title || "", opts) +
+      const v = view.sections[k] || { title: "", body: "" };
+      html += '<section class="wsec" id="' + esc(s.id) + '"><h' + level + ">" + window.Markdown.inline(v.title, opts) +
         '<span class="sec-id" title="section id">' + esc(s.id) + "</span></h" + level + ">" +
-        window.Markdown.render(s.body, opts) +
+        window.Markdown.render(v.body, opts) +
         (s.sources && s.sources.length ? '<div class="sec-sources">Sources: ' + s.sources.map((x) => '<span class="chip src">' + esc(x) + "</span>").join(" ") + "</div>" : "") +
         "</section>";
     });
     if (!(p.sections || []).length && !(p.preamble || "").trim()) {
       // a page written by hand without section markers: render its body as is
-      html += window.Markdown.render(p.markdown.replace(/^---\n[\s\S]*?\n---\n/, ""), opts);
+      html += window.Markdown.render(view.body, opts);
     }
     art.innerHTML = html;
     art.scrollTop = 0;

@@ -3,7 +3,12 @@
  * Why our own: no build step and no downloaded libraries, and page text comes from papers and an
  * LLM, so it is untrusted.  Every piece of text is HTML-escaped before any markup is added; the
  * only tags produced are the ones below, and link URLs are limited to http(s), mailto and
- * relative paths.  [[target]], [[target|label]] and [[target#heading]] become in-app links.
+ * relative paths.
+ *
+ * [[links]] are not parsed here: the server finds them with the one link parser (wiki/links)
+ * and resolves them as the graph does (server/pageview.py), replacing each by a token
+ * "\uE000N\uE001" whose record opts.linkRefs[N] = {raw, kind, page, display, dangling} says
+ * what to draw.  Inside code the token shows its raw text again.
  */
 (function (global) {
   "use strict";
@@ -24,25 +29,33 @@
     return u;
   }
 
-  // Inline markup on raw (unescaped) text: split out code spans, wikilinks and links first so
+  const TOKEN = /\uE000(\d+)\uE001/g;
+
+  // A token back to the link text it stands for (in code, and wherever links are not drawn).
+  function restore(text, opts) {
+    const refs = (opts && opts.linkRefs) || [];
+    return String(text).replace(TOKEN, (t, n) => (refs[+n] ? refs[+n].raw : ""));
+  }
+
+  // Inline markup on raw (unescaped) text: split out code spans, link tokens and links first so
   // their contents are not re-interpreted, escape everything else.
   function inline(text, opts) {
     const out = [];
-    const re = /(`+)([\s\S]*?[^`])\1(?!`)|\[\[([^\[\]\n]+)\]\]|\[([^\]\n]+)\]\(([^)\s]+)\)|\$([^$\n]+)\$/g;
+    const re = /(`+)([\s\S]*?[^`])\1(?!`)|\uE000(\d+)\uE001|\[([^\]\n]+)\]\(([^)\s]+)\)|\$([^$\n]+)\$/g;
     let last = 0;
     let m;
     while ((m = re.exec(text)) !== null) {
       out.push(emphasis(text.slice(last, m.index)));
       if (m[1]) {
-        out.push("<code>" + esc(m[2].trim()) + "</code>");
+        out.push("<code>" + esc(restore(m[2], opts).trim()) + "</code>");
       } else if (m[3]) {
-        out.push(wikilink(m[3], opts));
+        out.push(wikilink(((opts && opts.linkRefs) || [])[+m[3]]));
       } else if (m[4]) {
-        const url = safeUrl(m[5]);
-        out.push(url === null ? esc(m[0])
-          : '<a href="' + esc(url) + '" target="_blank" rel="noopener noreferrer">' + emphasis(m[4]) + "</a>");
+        const url = safeUrl(restore(m[5], opts));
+        out.push(url === null ? esc(restore(m[0], opts))
+          : '<a href="' + esc(url) + '" target="_blank" rel="noopener noreferrer">' + emphasis(restore(m[4], opts)) + "</a>");
       } else if (m[6]) {
-        out.push('<span class="math">' + esc(m[6]) + "</span>");
+        out.push('<span class="math">' + esc(restore(m[6], opts)) + "</span>");
       }
       last = re.lastIndex;
     }
@@ -59,22 +72,17 @@
     return s;
   }
 
-  function wikilink(inner, opts) {
-    let target = inner;
-    let label = null;
-    const bar = inner.indexOf("|");
-    if (bar >= 0) { target = inner.slice(0, bar); label = inner.slice(bar + 1); }
-    let anchor = "";
-    const hash = target.indexOf("#");
-    if (hash >= 0) { anchor = target.slice(hash + 1); target = target.slice(0, hash); }
-    target = target.trim();
-    const shown = (label || (target + (anchor ? " › " + anchor : ""))).trim() || target;
-    const resolved = opts && opts.links ? opts.links[target.toLowerCase()] : undefined;
-    const dangling = opts && opts.links && resolved === null;
-    const page = resolved || target;
-    return '<a class="wikilink' + (dangling ? " dangling" : "") + '" href="#/wiki/' +
+  // One link as the server resolved it: an in-app link to its page (dangling: to the name,
+  // marked); embeds and same-page links are not links for graph and lint, so shown as text.
+  function wikilink(ref) {
+    if (!ref) return "";
+    if (ref.kind !== "link") {
+      return '<span class="wikilink-text ' + esc(ref.kind) + '">' + esc(ref.display || "") + "</span>";
+    }
+    const page = ref.page || ref.target;
+    return '<a class="wikilink' + (ref.dangling ? " dangling" : "") + '" href="#/wiki/' +
       esc(encodeURIComponent(page)) + '" data-page="' + esc(page) + '"' +
-      (dangling ? ' title="no page with this name yet"' : "") + ">" + esc(shown) + "</a>";
+      (ref.dangling ? ' title="no page with this name yet"' : "") + ">" + esc(ref.display || page) + "</a>";
   }
 
   // Block structure: fenced code, headings, rules, quotes, lists, tables, paragraphs.
@@ -96,7 +104,7 @@
         i++;
         while (i < lines.length && !lines[i].trim().startsWith(fence)) { body.push(lines[i]); i++; }
         i++;
-        html.push("<pre><code>" + esc(body.join("\n")) + "</code></pre>");
+        html.push("<pre><code>" + esc(restore(body.join("\n"), opts)) + "</code></pre>");
         continue;
       }
       if ((m = /^(#{1,6})\s+(.*?)\s*#*\s*$/.exec(line))) {
@@ -152,5 +160,5 @@
     return html.join("\n");
   }
 
-  global.Markdown = { render: render, inline: inline, escape: esc };
+  global.Markdown = { render: render, inline: inline, escape: esc, restore: restore };
 })(window);
