@@ -378,7 +378,8 @@ class PaperInfo:
 
     def meta_fields(self) -> dict[str, Any]:
         """The page frontmatter fields the paper page carries besides its authors."""
-        return {k: self.meta[k] for k in ("year", "venue", "arxiv_id", "doi") if self.meta.get(k)}
+        return {k: self.meta[k] for k in ("year", "venue", "arxiv_id", "doi", "citation_key")
+                if self.meta.get(k)}
 
     def meta_line(self) -> str | None:
         """"**Published:** venue, year · arXiv:… · doi:…" for the paper page, or None."""
