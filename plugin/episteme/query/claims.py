@@ -661,7 +661,7 @@ def result_findings(file: str, sec: SectionText, results: list[dict]) -> list[Fi
     return out
 
 
-def _lost_support(old: dict | None, results: list[dict], shas: dict[str, str], papers: PaperIndex) -> None:
+def mark_lost_support(old: dict | None, results: list[dict], shas: dict[str, str], papers: PaperIndex) -> None:
     """Mark claims that were supported on a paper that has since been removed or replaced."""
     if not old:
         return
@@ -779,7 +779,7 @@ def check_claims(root: str, settings: Any, page_files: list[str], *, since: set[
             results = checker.check([t[1] for t in todo], progress=progress)
             for (rel, sec, key, meta), res in zip(todo, results, strict=True):
                 _remember_paper(res, sec, checker.papers)
-                _lost_support(meta["old"], res, meta["shas"], checker.papers)
+                mark_lost_support(meta["old"], res, meta["shas"], checker.papers)
                 cache.put(sec.id, {"key": key, "shas": meta["shas"], "results": res})
                 done.append((rel, sec, res))
         cache.save(keep=seen if since is None else None)
