@@ -662,7 +662,13 @@ def result_findings(file: str, sec: SectionText, results: list[dict]) -> list[Fi
 
 
 def mark_lost_support(old: dict | None, results: list[dict], shas: dict[str, str], papers: PaperIndex) -> None:
-    """Mark claims that were supported on a paper that has since been removed or replaced."""
+    """Mark claims that were supported on a paper that has since been removed or replaced.
+
+    ``old`` is the section's cache entry from the last run (``shas``: source -> content hash then;
+    ``results``), ``results`` its new claim results, ``shas`` the sources' hashes now ("absent"
+    when removed).  Each new result that is no longer supported, whose same-text claim was
+    supported (or located) on a changed paper, gets ``lost_support = {"paper", "why"}``
+    (``why``: "removed" or "re-ingested with another content hash"); lint reports it."""
     if not old:
         return
     old_shas = old.get("shas") or {}
