@@ -27,6 +27,10 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
 * **Honest abstention**: when retrieval says the wiki does not cover the question
   (``covered`` false) or no sentence reaches :data:`MIN_EVIDENCE`, the answer says so and names
   the closest topics instead of quoting filler.
+
+Why one module: the candidate filters, the scoring and the ordering above are one answerer
+(:class:`OfflineAnswerer`) whose weights were set together; split apart, a weight in one file
+would silently depend on a filter in another.
 """
 
 from __future__ import annotations

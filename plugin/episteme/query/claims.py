@@ -32,6 +32,11 @@ another hash, each claim that the old result held supported on that paper and th
 supported says so (``lost_support`` in ``data`` and in the message).
 
 Heavy side, like :mod:`episteme.lint.stores`: imported only with ``--claims``.
+
+Why one module: splitting sections into claims, checking them, the cache and the lint findings
+are one pipeline with one cache format, and the cache key hashes this module's source (with the
+verifier's and the tracer's, :func:`_code_hash`), so a change to what counts as a claim
+invalidates the cached verdicts with no list of files to keep in step.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ or a recovery runs), so an id is never handed out twice, even after its section 
 
 Standard library + PyYAML only: the caller passes the set of known source files, so this module
 never imports SQLite or the stores.
+
+Why one module: validation, id allocation, the page splice, the index updates and the recovery
+are the single write protocol listed above; a writer that went around any part of it would break
+the crash-safety argument, so all of it is here and nowhere else.
 """
 
 from __future__ import annotations
