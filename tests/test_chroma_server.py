@@ -15,8 +15,8 @@ import pytest
 from episteme.errors import EpistemeError
 from episteme.ingest.pipeline import ingest_paper, remove_paper
 from episteme.stores.vectors import VectorStore, forget_clients, open_vectors, scope_where
+from helpers.papers import ATT, GAN, subset_pdf
 from ingested_wiki import wiki_settings
-from test_ingest import ATT, GAN, subset_pdf
 
 
 def _free_port() -> int:

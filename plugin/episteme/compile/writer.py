@@ -9,6 +9,11 @@ the first byte reaches the wiki, so a bad model reply, a 401 or a refused path s
 with the wiki untouched, and ``--dry-run`` prints exactly what a real run would write.  The
 writes themselves go through :class:`episteme.wiki.edit.WikiWriter` (one lock, one log entry,
 crash-safe index updates); nothing here reimplements them.
+
+Why one module: the decision types, their checks and :func:`apply_plan` are the contract both
+writers and the agent's scripts share, and the writer's inputs (:func:`load_paper`,
+:class:`RelatedFinder`, :func:`plan_paper`) are the other side of that contract; together they
+are what makes ``--dry-run`` print exactly what a real run writes.
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ embed) runs first, outside the wiki lock, on a private temp copy.  Only then, un
 Any exception in 1-4 rolls SQLite back, puts the saved vectors back and restores ``raw/``, so
 ``raw/``, SQLite and Chroma are exactly as before.  The wiki writer (a later step) hooks in
 after :func:`ingest_paper` returns, using the JSON it returns.
+
+Why one module: ingest, remove, rebuild and the crash recovery (journal replay, temp clean-up)
+must all follow the one write order above; split apart, a step could be added to one path and
+not to its recovery.
 """
 
 from __future__ import annotations

@@ -28,6 +28,10 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   says the wiki does not cover the question (``covered`` false), the higher
   :data:`MIN_EVIDENCE_UNCOVERED` (the papers the nearest sections point to may still answer it
   plainly) — the answer says so and names the closest topics instead of quoting filler.
+
+Why one module: the candidate filters, the scoring and the ordering above are one answerer
+(:class:`OfflineAnswerer`) whose weights were set together; split apart, a weight in one file
+would silently depend on a filter in another.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ Why it looks like this:
   checked as a PDF (header/``%%EOF``) and against size and page limits before anything is
   stored; uploaded names go through ``ingest.paper_id_for``; page paths through ``safe_join``;
   every error is ``{"error": message}`` with a meaningful status, never a stack trace.
+
+Why one module: the routes share the app state (:class:`Services`, :class:`JobQueue`) and one
+error mapping (:func:`status_for`, :func:`error_body`); the work behind each route lives in the
+library packages.
 """
 
 import asyncio
