@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "plugin"))
 
-from test_agent_loop import _batch_for, _env  # noqa: E402
+from helpers.agent import batch_for, script_env  # noqa: E402
 
 SCRIPTS = REPO / "plugin" / "scripts"
 PAPERS = ["attention_1706.03762v5.pdf", "gan_1406.2661v1.pdf", "bert_1810.04805v2.pdf"]
@@ -36,7 +36,7 @@ FOURTH = "resnet_1512.03385v1.pdf"
 def call(script: str, *args: str, stdin: str | None = None) -> tuple[subprocess.CompletedProcess, float]:
     t = time.perf_counter()
     p = subprocess.run([sys.executable, str(SCRIPTS / script), *args], input=stdin,
-                       capture_output=True, text=True, env=_env(), timeout=1200)
+                       capture_output=True, text=True, env=script_env(), timeout=1200)
     if p.returncode not in (0,):
         raise SystemExit(f"{script}: {p.stderr[-2000:]}")
     return p, time.perf_counter() - t
@@ -56,7 +56,7 @@ def main() -> int:
         paper = json.loads(p.stdout)["paper"]
         p, t = call("plan_ingest.py", paper, "--wiki", str(wiki))
         times.append(t)
-        lines, _ = _batch_for(json.loads(p.stdout), update_one=i > 0, n_topics=None)
+        lines, _ = batch_for(json.loads(p.stdout), update_one=i > 0, n_topics=None)
         p, t = call("write_section.py", "--wiki", str(wiki), "--batch", "--subject", paper,
                     stdin="\n".join(map(json.dumps, lines)))
         times.append(t)

@@ -25,7 +25,7 @@ import pytest
 REPO = Path(__file__).resolve().parent.parent
 INGEST_PAPERS = ("attention_1706.03762v5.pdf", "gan_1406.2661v1.pdf")
 INGEST_MODULES = ("stores/sqlite.py", "stores/embedding.py", "stores/bert_onnx.py", "stores/vectors.py",
-                  "ingest/pipeline.py", "fsutil.py", "config.py", "cli.py", "commands/ingest.py",
+                  "ingest/pipeline.py", "ingest/batch.py", "fsutil.py", "config.py", "cli.py", "commands/ingest.py",
                   "commands/_stores.py")
 
 

@@ -23,17 +23,11 @@ from conftest import REPO, SCRIPTS
 from episteme.wiki.edit import check_index_consistency, iter_page_paths
 from episteme.wiki.index import read_index_json, read_log
 from episteme.wiki.sections import parse_page
+from helpers.agent import batch_for, script_env
 
 ATTENTION = "attention_1706.03762v5.pdf"
 GAN = "gan_1406.2661v1.pdf"
 SKILL = REPO / "skills" / "wiki-ingest" / "SKILL.md"
-
-
-def _env() -> dict[str, str]:
-    drop = ("WIKI_PATH", "SQLITE_PATH", "CHROMA_PATH", "CHROMA_HOST", "CHROMA_PORT", "EMBEDDING_MODEL")
-    env = {k: v for k, v in os.environ.items() if k not in drop}
-    env["PYTHONPATH"] = str(REPO / "plugin")
-    return env
 
 
 class Agent:
@@ -48,51 +42,10 @@ class Agent:
         self.calls.append(script)
         t = time.perf_counter()
         p = subprocess.run([sys.executable, str(SCRIPTS / script), *args], input=stdin,
-                           capture_output=True, text=True, timeout=600, env=_env())
+                           capture_output=True, text=True, timeout=600, env=script_env())
         self.seconds += time.perf_counter() - t
         assert p.returncode in ok, (script, p.returncode, p.stderr[-3000:])
         return p
-
-
-def _first_sentence(text: str) -> str:
-    flat = " ".join(text.split())
-    m = re.match(r"(.{40,400}?[.!?])\s", flat + " ")
-    return (m.group(1) if m else flat[:300]).replace("[[", "(").replace("]]", ")")
-
-
-def _batch_for(plan: dict, *, update_one: bool, n_topics: int | None = 3) -> tuple[list[dict], dict]:
-    """What an agent decides from the plan: the paper page (summary + links), three topic
-    sections (``n_topics``; None: all) on their suggested pages, and -- when the wiki has related sections -- one
-    update and one append of the best-related existing sections."""
-    paper, paper_page = plan["paper"], plan["paper_page"].removesuffix(".md")
-    by_name = {s["name"]: s for s in plan["sections"]}
-    topics = [s for s in plan["sections"] if s["suggested_page"] != plan["paper_page"]][:n_topics]
-    links = " ".join(f"[[{s['suggested_page'].removesuffix('.md')}]]" for s in topics)
-    abstract = by_name.get("abstract") or plan["sections"][0]
-    lines = [{"op": "create", "page": paper_page, "type": "paper", "page_title": plan["title"],
-              "title": "Summary", "description": f"What {plan['short_title']} contributes",
-              "body": f"{_first_sentence(abstract['text'])}\n\nTopics: {links}\n"}]
-    for s in topics:
-        lines.append({"op": "create", "page": s["suggested_page"].removesuffix(".md"),
-                      "type": "concept", "title": s["title"][:80],
-                      "description": f"{s['title'][:80]} as {plan['short_title']} describes it",
-                      "body": f"{_first_sentence(s['text'])} See [[{paper_page}]].\n"})
-    picked: dict = {}
-    if update_one:
-        related = sorted((r for s in plan["sections"] for r in s["related"]),
-                         key=lambda r: -r["score"])
-        ids = []
-        for r in related:
-            if r["id"] not in ids:
-                ids.append(r["id"])
-        picked = {"update": ids[0], "append": ids[1]}
-        lines.append({"op": "update", "section_id": ids[0],
-                      "body": f"Rewritten with {paper} in view. See [[{paper_page}]].\n"})
-        lines.append({"op": "append", "section_id": ids[1],
-                      "text": f"{plan['short_title']} adds a related account. See [[{paper_page}]]."})
-    for line in lines:
-        line["sources"] = [paper]
-    return lines, picked
 
 
 def _loop(agent: Agent, pdf: Path, *, update_one: bool) -> tuple[dict, dict, dict]:
@@ -104,7 +57,7 @@ def _loop(agent: Agent, pdf: Path, *, update_one: bool) -> tuple[dict, dict, dic
     plan = json.loads(agent.run("plan_ingest.py", paper, "--wiki", str(agent.wiki)).stdout)
     plan_seconds = time.perf_counter() - t
     assert all("text" in s for s in plan["sections"]), "one plan call carries every section's text"
-    lines, picked = _batch_for(plan, update_one=update_one)
+    lines, picked = batch_for(plan, update_one=update_one)
     out = json.loads(agent.run("write_section.py", "--wiki", str(agent.wiki), "--batch",
                                "--subject", paper, stdin="\n".join(map(json.dumps, lines))).stdout)
     agent.run("wiki_lint.py", "--wiki", str(agent.wiki))  # exit 0: no errors
@@ -174,7 +127,7 @@ def test_a_bad_line_writes_nothing(ingested_wiki):
     ]
     p = subprocess.run([sys.executable, str(SCRIPTS / "write_section.py"), "--wiki", str(wiki),
                         "--batch"], input="\n".join(map(json.dumps, lines)), capture_output=True,
-                       text=True, timeout=120, env=_env())
+                       text=True, timeout=120, env=script_env())
     assert p.returncode != 0 and "batch line 2" in p.stderr and "nothing was written" in p.stderr
     after = {q.relative_to(wiki).as_posix(): q.read_bytes() for q in wiki.rglob("*")
              if q.is_file() and ".episteme" not in q.parts}
@@ -207,7 +160,7 @@ def test_batch_killed_mid_write_is_all_or_nothing(ingested_wiki):
     for round_ in range(6):
         before = set(read_index_json(wiki)) if (wiki / "index.json").exists() else set()
         proc = subprocess.Popen([sys.executable, "-c", _BATCH_KILLER, str(wiki), "60"],
-                                stdout=subprocess.PIPE, text=True, env=_env())
+                                stdout=subprocess.PIPE, text=True, env=script_env())
         assert proc.stdout.readline().strip() == "start"
         time.sleep(rng.uniform(0.0, 0.6) if round_ else 5.0)  # round 0: let it finish
         proc.send_signal(signal.SIGKILL)

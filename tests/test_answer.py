@@ -97,15 +97,18 @@ def test_mode_selection(tmp_path, embedder):
         answer(offline, QUESTION, SECTIONS, mode="claude", embedder=embedder)
 
 
-def test_extractive_candidates_never_join_list_items_into_a_claim() -> None:
-    """A topic list (link items without sentence punctuation) must not become a 'sentence'."""
-    from episteme.query.answer import _sentences
-
+def test_extractive_answer_never_joins_list_items_into_a_claim(embedder) -> None:
+    """A topic list (link items without sentence punctuation) must not become a 'sentence' the
+    offline answer quotes, even when the question is about exactly those topics."""
     body = (
         "- [[tables-equations|Tables, Equations and References]] (§5.2 Tables, Equations)\n"
         "- [[offsets-and-pages|Offsets and Pages]] (§3.3 Offsets and Pages and more words)\n"
         "\n"
         "Every passage records the character offsets where it starts and ends in its section.\n"
     )
-    got = _sentences(body)
-    assert got == ["Every passage records the character offsets where it starts and ends in its section."]
+    section = {"id": "sec_001", "title": "Passages", "page": "passages.md", "sources": ["a.pdf"],
+               "text": body}
+    got = extractive_answer("Tables, equations and references; offsets and pages?", [section], embedder)
+    assert got["answer"] == ("Every passage records the character offsets where it starts and ends "
+                             "in its section. [sec_001]")
+    assert got["sections_used"] == ["sec_001"]

@@ -9,15 +9,17 @@ import shutil
 
 import pytest
 from episteme.query.answer_offline import (
+    MIN_EVIDENCE_UNCOVERED,
     MIN_WORDS,
     NO_ANSWER,
+    Candidate,
     OfflineAnswerer,
     clean_sentence,
     expected_type,
     has_quantity,
     is_answer_sentence,
 )
-from episteme.query.chat import QueryEngine
+from episteme.query.chat import MemoEmbedder, QueryEngine
 from episteme.query.trace import split_claims
 from ingested_wiki import wiki_settings
 from serverlive import written_template  # noqa: F401  (fixture)
@@ -56,6 +58,64 @@ def test_fragments_and_forward_references_are_not_answer_sentences():
     # a theorem label dangling after a sentence is cut, not kept as part of the claim
     assert clean_sentence("We first consider the optimal discriminator D for any given generator G. "
                           "Proposition 1.").endswith("generator G.")
+
+
+def test_figure_and_table_debris_is_not_an_answer_sentence():
+    # axis ticks and panel labels read into a sentence, a caption run into the text
+    assert not is_answer_sentence(
+        "Much of their success stems from large scale pre-training (filters (first 28 components) "
+        "1 2 3 4 5 6 7 Input patch column 1 2 3 4 5 6 7 Input patch row similarity.")
+    assert not is_answer_sentence("X Z (a) (b) (c) (d) Figure 1: The nets are trained by "
+                                  "simultaneously updating the discriminative distribution.")
+    assert not is_answer_sentence("Right: the deeper networks with many more layers than before.")
+    assert is_answer_sentence("The model uses 8 heads and 6 layers in the encoder, as in the "
+                              "base configuration.")
+
+
+def test_limitation_and_comparison_questions_prefer_sentences_that_state_one(engine):
+    off = OfflineAnswerer(engine.settings, engine.embedder, None)
+    plain = "The encoder reads every word of the source sentence for each output word."
+    weak = "However, the encoder must read every word of the source sentence, which is expensive."
+    cmp_ = "The encoder reads every word of the source sentence faster than a recurrent layer."
+
+    def cue(question: str, text: str) -> float:
+        c = Candidate(text, None, None, "", None, None, (0, 0, 0))
+        off._score(question, [c], {})
+        return c.parts["type"]
+
+    q = "What is a drawback of reading the whole source sentence?"
+    assert cue(q, weak) > cue(q, plain)
+    q = "How does the encoder compare with a recurrent layer?"
+    assert cue(q, cmp_) > cue(q, plain)
+    # no cue is given where the question asks for neither
+    q = "What does the encoder read?"
+    assert cue(q, weak) == cue(q, plain) == cue(q, cmp_)
+
+
+def test_memo_embedder_embeds_each_text_once_and_changes_no_vector(engine):
+    import numpy as np
+
+    raw = engine.embedder.inner if isinstance(engine.embedder, MemoEmbedder) else engine.embedder
+    calls: list[int] = []
+
+    class Counting:  # the real model, counting the texts it is asked to embed
+        dim = raw.dim
+
+        def encode(self, texts, *a, **k):
+            calls.append(len(texts))
+            return raw.encode(texts, *a, **k)
+
+    memo = MemoEmbedder(Counting())
+    texts = ["the dot products are scaled", "a residual mapping is easier to optimise"]
+    first = memo.encode(texts)
+    again = memo.encode(texts[::-1] + ["a third sentence, new"])
+    assert calls == [2, 1]  # the second call embedded only the new text
+    assert np.allclose(first, raw.encode(texts), atol=1e-6)
+    assert np.allclose(again[:2], first[::-1], atol=1e-6)
+    assert memo.dim == raw.dim  # everything else is the inner embedder's
+    big = [f"passage number {i}" for i in range(MemoEmbedder.MAX_BATCH + 1)]
+    memo.encode(big)
+    assert calls[-1] == len(big) and "passage number 0" not in memo._memo  # bulk: not memoised
 
 
 def test_expected_answer_type_comes_from_the_question_form():
@@ -117,12 +177,26 @@ def test_a_question_about_something_no_paper_mentions_abstains(engine):
 
 
 def test_not_covered_by_retrieval_abstains_naming_topics(engine):
+    """Retrieval's "not covered" stands unless the papers answer clearly (MIN_EVIDENCE_UNCOVERED):
+    a question they answer only weakly abstains, naming the closest topics."""
     q = "What is the theoretical optimum of the GAN minimax game?"
     sections = engine.retrieve(q)["sections"]
-    res = OfflineAnswerer(engine.settings, engine.embedder, engine.tracer).answer(
-        q, sections, covered=False)
+    off = OfflineAnswerer(engine.settings, engine.embedder, engine.tracer)
+    covered = off.answer(q, sections, covered=True, explain=True)
+    assert covered["candidates"][0]["score"] < MIN_EVIDENCE_UNCOVERED
+    res = off.answer(q, sections, covered=False)
     assert res["abstained"] and res["answer"].startswith(NO_ANSWER)
     assert sections[0]["title"] in res["answer"]
+    assert "covers the question" in res["abstain_reason"]
+
+
+def test_clear_evidence_answers_past_not_covered(engine):
+    q = "What BLEU score did the big Transformer reach on the English-to-German translation task?"
+    sections = engine.retrieve(q)["sections"]
+    off = OfflineAnswerer(engine.settings, engine.embedder, engine.tracer)
+    res = off.answer(q, sections, covered=False, explain=True)
+    assert res["candidates"][0]["score"] >= MIN_EVIDENCE_UNCOVERED, res["candidates"][:2]
+    assert not res["abstained"] and "28.4" in res["answer"], res["answer"]
 
 
 def test_offline_answer_is_deterministic(engine):

@@ -15,8 +15,8 @@ import pytest
 from episteme.errors import EpistemeError
 from episteme.ingest.pipeline import ingest_paper, remove_paper
 from episteme.stores.vectors import VectorStore, forget_clients, open_vectors, scope_where
+from helpers.papers import ATT, GAN, subset_pdf
 from ingested_wiki import wiki_settings
-from test_ingest import ATT, GAN, subset_pdf
 
 
 def _free_port() -> int:
@@ -96,3 +96,27 @@ def test_unreachable_server_is_a_clear_error(tmp_path, embedder):
     s = wiki_settings(tmp_path / "w", chroma_host="127.0.0.1", chroma_port=_free_port())
     with pytest.raises(EpistemeError, match="Chroma"):
         open_vectors(s, embedder).count()
+
+
+def test_a_batch_against_a_chroma_server(chroma_server, tmp_path, embedder):
+    """The batch (spawned splitters, passages embedded across papers) with the vectors on the
+    server: nothing embedded locally, and the re-run finds every paper unchanged."""
+    from episteme.ingest.batch import ingest_batch
+    from pdfgen import make_paper_pdf, varied_paper
+
+    host, port = chroma_server
+    src = tmp_path / "library"
+    src.mkdir()
+    for i in range(3):
+        make_paper_pdf(src / f"batch{i}.pdf", varied_paper(400 + i))
+    s = wiki_settings(tmp_path / "w", chroma_host=host, chroma_port=port)
+    out = ingest_batch(s, [src], jobs=2, progress=False, embedder=embedder)
+    assert out["status"] == "ok" and out["counts"]["ingested"] == 3
+    assert not s.chroma_path.exists()
+    vs = open_vectors(s, embedder)
+    assert vs.paper_ids() >= {"batch0.pdf", "batch1.pdf", "batch2.pdf"}
+    n = sum(p["passages"] for p in out["papers"])
+    got = vs.collection().get(where={"paper": {"$in": [p["paper"] for p in out["papers"]]}})
+    assert len(got["ids"]) == n
+    again = ingest_batch(s, [src], jobs=2, progress=False, embedder=embedder)
+    assert again["counts"]["unchanged"] == 3 and again["counts"]["ingested"] == 0

@@ -23,6 +23,7 @@ import yaml
 from episteme import graph as G
 from episteme.commands.graph import main
 from episteme.wiki import frontmatter, links, scan
+from helpers.compare import same
 
 REPO = Path(__file__).resolve().parent.parent
 SCRIPT = REPO / "plugin" / "scripts" / "graph_query.py"
@@ -203,8 +204,6 @@ FM_VALUES = [
 def test_fast_frontmatter_equals_pyyaml_on_random_blocks():
     """Random blocks of the shapes the fast path takes (and some it must decline): whenever
     it answers, PyYAML gives the same mapping (types included)."""
-    from test_pages import same
-
     rnd = random.Random(11)
     keys = ["title", "type", "tags", "yes", "null", "a.b", "_k", "k-1", "on"]
     answered = 0

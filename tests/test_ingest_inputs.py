@@ -15,8 +15,8 @@ from episteme.errors import EpistemeError
 from episteme.ingest.pipeline import ingest_paper
 from episteme.stores.sqlite import open_store
 from episteme.stores.vectors import open_vectors
+from helpers.papers import ATT, GAN, snapshot, subset_pdf
 from ingested_wiki import wiki_settings
-from test_ingest import ATT, GAN, snapshot, subset_pdf
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -263,7 +263,7 @@ def test_since_a_date_takes_pages_modified_from_that_day(written_wiki: Path):
 def test_a_replaced_source_names_the_sentences_that_lost_support(tmp_path: Path):
     import sqlite3
 
-    from episteme.query.claims import PaperIndex, _lost_support
+    from episteme.query.claims import PaperIndex, mark_lost_support
 
     db = tmp_path / "sections.db"
     with sqlite3.connect(db) as conn:  # the papers table as the store keeps it: a.pdf re-ingested
@@ -278,7 +278,7 @@ def test_a_replaced_source_names_the_sentences_that_lost_support(tmp_path: Path)
                        {"text": "was bad", "verdict": "unsupported"}]}
     now = [{"text": "kept", "verdict": "supported"}, {"text": "lost", "verdict": "unsupported"},
            {"text": "gone", "verdict": "unsupported"}, {"text": "was bad", "verdict": "unsupported"}]
-    _lost_support(old, now, {"a.pdf": "new", "b.pdf": "absent"}, papers)
+    mark_lost_support(old, now, {"a.pdf": "new", "b.pdf": "absent"}, papers)
     papers.close()
     assert [r.get("lost_support") for r in now] == [
         None, {"paper": "a.pdf", "why": "re-ingested with another content hash"},

@@ -14,17 +14,7 @@ from episteme.wiki import files, frontmatter, page
 from episteme.wiki.frontmatter import NEVER_CLOSED, fast_frontmatter, parse_frontmatter
 from episteme.wiki.links import extract_links
 from episteme.wiki.scan import scan_wiki
-
-
-def same(a, b) -> bool:
-    """Deep equality that also compares types (True != 1, date != '2024-01-01')."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, dict):
-        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+from helpers.compare import same
 
 
 def yaml_props(block: str):

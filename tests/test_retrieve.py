@@ -9,8 +9,8 @@ import pytest
 from episteme.errors import EpistemeError, UsageError
 from episteme.query.retrieve import Retriever, format_retrieve_text
 from episteme.wiki.edit import WikiWriter
+from helpers.wikis import make_wiki
 from ingested_wiki import wiki_settings
-from test_wikisearch import make_wiki
 
 
 @pytest.fixture

@@ -168,9 +168,15 @@ def test_vector_cache_avoids_chroma_on_later_runs(ingested_wiki, embedder):
     first = Tracer(settings, embedder=embedder)
     a = first.trace(SCALING)
     assert list((ingested_wiki / ".episteme" / "trace_vectors").glob("*.npz"))
+    # Chroma gone (and no client kept open in this process): a later run works from the cache
+    # alone and never opens Chroma (opening it would re-create the folder)
+    from episteme.stores.vectors import forget_clients
+
+    forget_clients()
+    shutil.rmtree(settings.chroma_path)
     second = Tracer(settings, embedder=embedder)
     b = second.trace(SCALING)
-    assert second._vectors is None  # Chroma never opened: everything came from the cache
+    assert not settings.chroma_path.exists()
     assert [c["passages"][0]["passage_id"] for c in a["claims"]] == \
         [c["passages"][0]["passage_id"] for c in b["claims"]]
 

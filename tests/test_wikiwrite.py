@@ -461,7 +461,7 @@ def test_index_splicing_matches_full_render(tmp_path):
     sequences of new ids, updates and deletions, and still lands correctly on hand-edited files."""
     import random
 
-    from episteme.wiki.edit import _IndexFiles
+    from episteme.wiki.edit import IndexFiles
     from episteme.wiki.index import IndexEntry, IndexMd, render_index_json
 
     rng = random.Random(7)
@@ -474,7 +474,7 @@ def test_index_splicing_matches_full_render(tmp_path):
             (w / "index.md").write_text("# Index\n\n## sec_002\nline one\nline two\nSource: a.pdf\n## sec_001\nx\nSource: b.pdf\n")
             truth = {"sec_001": IndexEntry("sec_001", "x", "", ["b.pdf"]),
                      "sec_002": IndexEntry("sec_002", "line one line two", "", ["a.pdf"])}
-        files = _IndexFiles(w)
+        files = IndexFiles(w)
         n = 2 if trial == 3 else 0
         for _ in range(60):
             op = rng.random()

@@ -6,12 +6,9 @@ import argparse
 import json
 import sys
 from collections.abc import Callable
+from typing import Any
 
 from .errors import EpistemeError
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:  # annotations only: importing typing costs every command ~3 ms of start-up
-    from typing import Any
 
 
 def json_default(obj: Any) -> Any:

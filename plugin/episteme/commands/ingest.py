@@ -10,6 +10,13 @@ same name replaces the old rows and vectors; ``--force`` redoes it anyway.
 ``auto`` (Claude when an API key is set and not inside an agent, else extractive); the JSON
 gains ``wiki_pages_updated``, ``new_sections``, ``updated_sections`` (and ``llm_usage``).
 ``--dry-run`` prints the plan instead of writing pages (the stores are still updated).
+
+Several files, a folder (searched recursively for ``*.pdf``), ``--jobs N`` or ``--zotero DIR``
+make it a batch (:func:`episteme.ingest.batch.ingest_batch`): one progress bar, a status line
+per file, PDFs split in ``N`` worker processes, a bad file reported and skipped; the JSON is a
+summary (``papers``: one entry per stored file, ``failed``: which and why) and the exit status
+is 1 if any file failed.  Interrupted (Ctrl-C, a crash)?  Run the same command again: finished
+papers are ``unchanged``, the rest are ingested, nothing is half-written.
 """
 
 from __future__ import annotations
@@ -20,7 +27,11 @@ from ._stores import add_store_options, settings_from_args
 
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="episteme ingest", description=__doc__.splitlines()[0])
-    p.add_argument("pdf", nargs="+", help="the PDF(s) to ingest (`-`: read one from standard input, named by --name)")
+    p.add_argument("pdf", nargs="*", help="the PDF(s) or folders of PDFs to ingest (`-`: read one from standard input, named by --name)")
+    p.add_argument("--jobs", "-j", type=int, default=None,
+                   help="batch: worker processes splitting PDFs (default: one per core)")
+    p.add_argument("--zotero", default=None, metavar="ZOTERO_DIR",
+                   help="ingest a Zotero data folder's storage/*/ PDFs with their Zotero metadata")
     p.add_argument("--force", action="store_true", help="redo even when the file is unchanged")
     p.add_argument("--no-outline", action="store_true", help="ignore the PDF outline/bookmarks")
     p.add_argument("--name", default=None, help="store under this file name (one PDF only)")
@@ -58,14 +69,51 @@ def _write(settings, result: dict, args) -> dict:
     return {**result, **out}
 
 
+def _is_batch(args) -> bool:
+    from pathlib import Path
+
+    return bool(args.zotero or args.jobs is not None or len(args.pdf) != 1
+                or (args.pdf[0] != "-" and Path(args.pdf[0]).is_dir()))
+
+
+def _batch(settings, args) -> int:
+    """Several files / folders / a Zotero library: :func:`episteme.ingest.batch.ingest_batch`."""
+    from ..errors import UsageError
+    from ..ingest.batch import ingest_batch
+
+    if args.name or "-" in args.pdf:
+        raise UsageError("--name and `-` (standard input) take exactly one PDF, not a batch")
+    if args.jobs is not None and args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
+    metadata, names, files = None, None, None
+    if args.zotero:
+        from ..ingest.zotero import zotero_library
+
+        lib = zotero_library(args.zotero)
+        metadata, names, files = lib["metadata"], lib["names"], lib["files"]
+        if args.pdf:
+            raise UsageError("--zotero takes the Zotero folder alone (no other files)")
+    result = ingest_batch(settings, args.pdf, jobs=args.jobs, force=args.force,
+                          use_outline=not args.no_outline, progress=not args.no_progress,
+                          metadata=metadata, names=names, files=files,
+                          after_commit=(lambda row: _write(settings, row, args))
+                          if args.write else None)
+    if args.zotero:
+        result["zotero"] = {k: v for k, v in lib.items() if k not in ("metadata", "names", "files")}
+    print_json(result, records=True)
+    if result["status"] == "interrupted":
+        return 130
+    return 1 if result["failed"] else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
         from ..errors import UsageError
         from ..ingest.pipeline import ingest_paper
 
-        if args.name and len(args.pdf) > 1:
-            raise UsageError("--name needs exactly one PDF")
+        if not args.pdf and not args.zotero:
+            raise UsageError("give a PDF, several, a folder of PDFs, or --zotero ZOTERO_DIR")
         if (args.dry_run or args.writer != "auto" or args.force_write or args.date) and not args.write:
             raise UsageError("--writer, --dry-run, --force-write and --date need --write")
         settings = settings_from_args(args)
@@ -73,14 +121,14 @@ def main(argv: list[str] | None = None) -> int:
 
         if is_unstarted(settings.wiki):  # a new wiki starts with its schema and indexes
             init_wiki(settings.wiki)
-        results = [
-            ingest_paper(settings, pdf, force=args.force, use_outline=not args.no_outline,
-                         progress=not args.no_progress, name=args.name)
-            for pdf in args.pdf
-        ]
+        if _is_batch(args):
+            return _batch(settings, args)
+        result = ingest_paper(settings, args.pdf[0], force=args.force,
+                              use_outline=not args.no_outline, progress=not args.no_progress,
+                              name=args.name)
         if args.write:
-            results = [_write(settings, r, args) for r in results]
-        print_json(results[0] if len(results) == 1 else {"papers": results})
+            result = _write(settings, result, args)
+        print_json(result)
         return 0
 
     return run_main(body)

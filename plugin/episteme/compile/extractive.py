@@ -22,6 +22,10 @@ writer decides is *which* sentences and *where* they go:
 
 Deterministic: the same wiki and paper give the same decisions, byte for byte (dates come from
 the injected ``today``).  The result is an honest skeleton an LLM (or a person) can refine.
+
+Why one module: choosing sentences, naming pages, merging and linking are the steps of one plan
+(:func:`plan_extractive`) that share its deterministic order; the decision types and their
+checks, shared with the Claude writer, are in :mod:`episteme.compile.writer`.
 """
 
 from __future__ import annotations

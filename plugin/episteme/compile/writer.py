@@ -9,6 +9,11 @@ the first byte reaches the wiki, so a bad model reply, a 401 or a refused path s
 with the wiki untouched, and ``--dry-run`` prints exactly what a real run would write.  The
 writes themselves go through :class:`episteme.wiki.edit.WikiWriter` (one lock, one log entry,
 crash-safe index updates); nothing here reimplements them.
+
+Why one module: the decision types, their checks and :func:`apply_plan` are the contract both
+writers and the agent's scripts share, and the writer's inputs (:func:`load_paper`,
+:class:`RelatedFinder`, :func:`plan_paper`) are the other side of that contract; together they
+are what makes ``--dry-run`` print exactly what a real run writes.
 """
 
 from __future__ import annotations
@@ -378,7 +383,8 @@ class PaperInfo:
 
     def meta_fields(self) -> dict[str, Any]:
         """The page frontmatter fields the paper page carries besides its authors."""
-        return {k: self.meta[k] for k in ("year", "venue", "arxiv_id", "doi") if self.meta.get(k)}
+        return {k: self.meta[k] for k in ("year", "venue", "arxiv_id", "doi", "citation_key")
+                if self.meta.get(k)}
 
     def meta_line(self) -> str | None:
         """"**Published:** venue, year · arXiv:… · doi:…" for the paper page, or None."""

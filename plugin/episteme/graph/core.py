@@ -28,6 +28,10 @@ Self-links are dropped and edges are unique (source, target) pairs.
 
 Why plain lists of ints: the graph is rebuilt on every call (the files are the only source of
 truth), so building must cost little more than the scan itself.
+
+Why one module: building the graph, resolving names and the records of what did not resolve
+cleanly (:class:`Dangling`, :class:`Ambiguity`) share one name index and the same plain-int
+lists; the algorithms over a built graph are already apart (:mod:`episteme.graph.algorithms`).
 """
 
 from __future__ import annotations

@@ -13,6 +13,10 @@ embed) runs first, outside the wiki lock, on a private temp copy.  Only then, un
 Any exception in 1-4 rolls SQLite back, puts the saved vectors back and restores ``raw/``, so
 ``raw/``, SQLite and Chroma are exactly as before.  The wiki writer (a later step) hooks in
 after :func:`ingest_paper` returns, using the JSON it returns.
+
+Why one module: ingest, remove, rebuild and the crash recovery (journal replay, temp clean-up)
+must all follow the one write order above; split apart, a step could be added to one path and
+not to its recovery.
 """
 
 from __future__ import annotations
@@ -208,12 +212,29 @@ def _tmp_dir(settings) -> Path:
 def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_outline: bool,
              progress: bool, on_split=None, check=None) -> _Prepared:
     """Split + chunk + embed (no store touched)."""
-    from ..pdf.passages import make_passages
+    res = split_paper(tmp_pdf, use_outline=use_outline, max_pages=settings.max_pages,
+                      max_bytes=settings.max_pdf_bytes)
+    prepared = prepare_split(paper_id, res, sha, embedder, on_split=on_split)
+    if check is not None:
+        check()
+    prepared.embeddings = embedder.encode(prepared.documents, batch_size=32, progress=progress)
+    return prepared
+
+
+def split_paper(pdf: Path, *, use_outline: bool, max_pages, max_bytes):
+    """The PDF work of an ingest (:func:`episteme.pdf.split.split_pdf`), the part a batch runs in
+    worker processes: it needs no store and no model, and its result pickles."""
     from ..pdf.split import split_pdf
+
+    return split_pdf(pdf, use_outline=use_outline, max_pages=max_pages, max_bytes=max_bytes)
+
+
+def prepare_split(paper_id: str, res, sha: str, embedder, *, on_split=None) -> _Prepared:
+    """A split paper as store rows and passages, not yet embedded (``embeddings`` is ``None``):
+    a batch embeds the passages of several papers in one call, then commits each paper."""
+    from ..pdf.passages import make_passages
     from ..stores.sqlite import PaperRow, PassageRow, section_id_for
 
-    res = split_pdf(tmp_pdf, use_outline=use_outline, max_pages=settings.max_pages,
-                    max_bytes=settings.max_pdf_bytes)
     taken: set[str] = set()
     sections: list[PaperSection] = []
     for i, s in enumerate(res.sections):
@@ -248,15 +269,12 @@ def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_
         if counts:
             counts[-1] += extra
         on_split(counts)
-    if check is not None:
-        check()
-    embeddings = embedder.encode(docs, batch_size=32, progress=progress)
     paper = PaperRow(id=paper_id, file=f"raw/{paper_id}", sha256=sha, title=res.title or None,
                      authors=list(res.authors or []), pages=int(res.pages), ingested_at=_now(),
                      used_outline=bool(res.used_outline), warnings=list(res.warnings),
                      embedding_model=embedder.name, meta=dict(getattr(res, "meta", {}) or {}),
                      objects=objects)
-    return _Prepared(paper, sections, ids, embeddings, metas, docs, list(res.warnings))
+    return _Prepared(paper, sections, ids, None, metas, docs, list(res.warnings))
 
 
 def _object_sections(paper_id: str, res, sections: list, taken: set[str], embedder) -> list:

@@ -22,6 +22,9 @@ Environment knobs (besides the :class:`~episteme.config.Settings` fields ``api_k
 ``EPISTEME_LLM_MAX_RETRIES`` (default 4), ``EPISTEME_LLM_RETRY_BASE_DELAY`` (seconds, default 1.0),
 ``EPISTEME_LLM_RETRY_MAX_DELAY`` (cap per wait, default 30) and ``EPISTEME_AGENT`` (see
 :func:`inside_agent`).
+
+Why one module: the retry policy, the schema check and the usage accounting all wrap the same
+SDK call, and this is the one module that touches the ``anthropic`` SDK.
 """
 
 from __future__ import annotations

@@ -104,6 +104,11 @@ def _title_case(title: str) -> str:
 
 
 def cite_key(paper: dict) -> str:
+    """The paper's BibTeX key: the one its reference manager gave (``meta.citation_key``, from
+    Zotero), else ``<first author's last name><year><first title word>``."""
+    given = str((paper.get("meta") or {}).get("citation_key") or "").strip()
+    if given and re.fullmatch(r"[^\s,{}%#~\\\"']+", given):
+        return given
     authors = paper.get("authors") or []
     last = _ascii(authors[0].split()[-1]).lower() if authors else "anon"
     year = (paper.get("meta") or {}).get("year") or ""
@@ -121,7 +126,11 @@ def bibtex(paper: dict) -> str:
     fields: list[tuple[str, str]] = [("title", _title_case(paper.get("title") or ""))]
     if paper.get("authors"):
         fields.append(("author", " and ".join(paper["authors"])))
-    if venue and INPROCEEDINGS.search(venue):
+    given = meta.get("bibtex_type")  # a reference manager's item type (Zotero) beats a guess
+    if given in ("inproceedings", "article") and venue:
+        kind = given
+        fields.append(("booktitle" if given == "inproceedings" else "journal", venue))
+    elif venue and INPROCEEDINGS.search(venue):
         kind = "inproceedings"
         fields.append(("booktitle", venue))
     elif venue:

@@ -7,6 +7,11 @@ text (:mod:`episteme.pdf.headings`) — and cuts the text into :class:`PaperSect
 keep their page span and per-page character offsets, so a passage can be traced to its page.
 References and appendices are their own, flagged sections so an answer is never traced to a
 bibliography entry by accident.
+
+Why one module: validation, reconciling the outline with the printed headings and cutting the
+text into sections are one pass over one open document (:func:`split_pdf`), and the title/author
+guesses read the same first-page lines; reading lines and the heading rules are already apart
+(:mod:`episteme.pdf.text`, :mod:`episteme.pdf.headings`).
 """
 
 from __future__ import annotations

@@ -12,6 +12,10 @@ broken word should be re-joined depends on the vocabulary of the whole document.
 :func:`pdfium_page_lines` builds the same lines from PDFium's text page instead (the default:
 less CPU -- pypdf re-reads every form XObject's fonts -- and real glyph boxes on every run);
 the rules downstream see the same evidence either way (``benchmarks/RESULTS-headings.md``).
+
+Why one module: both engines (pypdf's runs, PDFium's characters) produce the same :class:`Line`
+and share the repairs (furniture, column order, de-hyphenation), so the rules downstream see the
+same evidence whichever engine ran.
 """
 
 from __future__ import annotations

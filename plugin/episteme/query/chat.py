@@ -16,17 +16,62 @@ engine serves concurrent requests.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
+from typing import Any
 
 from ..errors import EpistemeError
 from .answer import answer as make_answer
 from .answer import cited_ids
 
 
+class MemoEmbedder:
+    """An embedder that remembers the vectors of the texts it has encoded (bounded, least
+    recently used first out).  One chat embeds the same texts several times: the question for
+    retrieval, for the passage pool and for sentence scoring; the answer's sentences for
+    scoring and again as the trace's claims.  Shared by the engine's retriever, tracer and
+    offline answerer, each text is embedded once.  Large batches (an ingest's passages) go
+    straight through without filling the memo.  Thread-safe."""
+
+    MAX_ITEMS = 20_000
+    MAX_BATCH = 256  # bigger calls are bulk work: not memoised
+
+    def __init__(self, inner: Any):
+        self.inner = inner
+        self._memo: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def encode(self, texts, *args, **kwargs):
+        import numpy as np
+
+        texts = list(texts)
+        if not texts or len(texts) > self.MAX_BATCH:
+            return self.inner.encode(texts, *args, **kwargs)
+        with self._lock:
+            have = {t: self._memo[t] for t in texts if t in self._memo}
+            for t in have:
+                self._memo.move_to_end(t)
+        todo = [t for t in dict.fromkeys(texts) if t not in have]
+        if todo:
+            vecs = self.inner.encode(todo, *args, **kwargs)
+            with self._lock:
+                for t, v in zip(todo, vecs, strict=True):
+                    have[t] = v
+                    self._memo[t] = v
+                while len(self._memo) > self.MAX_ITEMS:
+                    self._memo.popitem(last=False)
+        return np.vstack([have[t] for t in texts])
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 class QueryEngine:
     """Stores, index, embedder and (optionally) a Claude client for one wiki, kept warm."""
 
-    def __init__(self, settings, *, embedder=None, llm_client=None):
+    def __init__(self, settings, *, embedder=None, llm_client=None, memo: bool = True):
+        """``memo=False`` embeds every text each time it is met (the benchmark's baseline)."""
         self.settings = settings
+        self._memo = memo
         self._embedder = embedder
         self._llm_client = llm_client
         self._retriever = None
@@ -43,6 +88,8 @@ class QueryEngine:
                 from ..stores.embedding import get_embedder
 
                 self._embedder = get_embedder(self.settings)
+            if self._memo and not isinstance(self._embedder, MemoEmbedder):
+                self._embedder = MemoEmbedder(self._embedder)
             return self._embedder
 
     @property

@@ -32,6 +32,11 @@ another hash, each claim that the old result held supported on that paper and th
 supported says so (``lost_support`` in ``data`` and in the message).
 
 Heavy side, like :mod:`episteme.lint.stores`: imported only with ``--claims``.
+
+Why one module: splitting sections into claims, checking them, the cache and the lint findings
+are one pipeline with one cache format, and the cache key hashes this module's source (with the
+verifier's and the tracer's, :func:`_code_hash`), so a change to what counts as a claim
+invalidates the cached verdicts with no list of files to keep in step.
 """
 
 from __future__ import annotations
@@ -661,8 +666,14 @@ def result_findings(file: str, sec: SectionText, results: list[dict]) -> list[Fi
     return out
 
 
-def _lost_support(old: dict | None, results: list[dict], shas: dict[str, str], papers: PaperIndex) -> None:
-    """Mark claims that were supported on a paper that has since been removed or replaced."""
+def mark_lost_support(old: dict | None, results: list[dict], shas: dict[str, str], papers: PaperIndex) -> None:
+    """Mark claims that were supported on a paper that has since been removed or replaced.
+
+    ``old`` is the section's cache entry from the last run (``shas``: source -> content hash then;
+    ``results``), ``results`` its new claim results, ``shas`` the sources' hashes now ("absent"
+    when removed).  Each new result that is no longer supported, whose same-text claim was
+    supported (or located) on a changed paper, gets ``lost_support = {"paper", "why"}``
+    (``why``: "removed" or "re-ingested with another content hash"); lint reports it."""
     if not old:
         return
     old_shas = old.get("shas") or {}
@@ -779,7 +790,7 @@ def check_claims(root: str, settings: Any, page_files: list[str], *, since: set[
             results = checker.check([t[1] for t in todo], progress=progress)
             for (rel, sec, key, meta), res in zip(todo, results, strict=True):
                 _remember_paper(res, sec, checker.papers)
-                _lost_support(meta["old"], res, meta["shas"], checker.papers)
+                mark_lost_support(meta["old"], res, meta["shas"], checker.papers)
                 cache.put(sec.id, {"key": key, "shas": meta["shas"], "results": res})
                 done.append((rel, sec, res))
         cache.save(keep=seen if since is None else None)

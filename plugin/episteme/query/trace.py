@@ -24,6 +24,10 @@ filter ``kind = "references"`` unless asked otherwise).
 :class:`Tracer` holds the open stores and the embedder, so a warm process (the HTTP server,
 :class:`episteme.query.chat.QueryEngine`) traces a 3-sentence answer in tens of milliseconds; it is
 safe to share between threads.
+
+Why one module: the claim split, the two candidate searches and the rerank share the
+:class:`Tracer`'s open stores, embedder and per-answer :class:`Pool`; the claim-versus-evidence
+comparison itself is apart (:mod:`episteme.query.verify`).
 """
 
 from __future__ import annotations

@@ -32,6 +32,11 @@ asserts with the text of its candidate passages, deterministically (no model, no
 
 Every verdict comes with a ``reason`` ``{code, text}`` and the exact ``quote`` (a span of the
 passage, verbatim) that supports or contradicts the claim.
+
+Why one module: numbers, names, bindings, tables, negation and comparisons are checks one
+:class:`Verifier` runs over the same evidence sentences, and which verdict wins (contradicted
+over unsupported) is decided in :meth:`Verifier.verify`; split apart, that precedence would be
+spread over files.
 """
 
 from __future__ import annotations

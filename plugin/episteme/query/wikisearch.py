@@ -22,6 +22,10 @@ Each section gets a few vectors in Chroma (ids ``sec_002#0``, ``sec_002#1`` ...;
 later parts of the body, so a question about the end of a long section still finds it.  A
 section's semantic score is its best vector's similarity.  The two rankings are fused with
 reciprocal rank fusion (robust to the incomparable scales of BM25 and cosine).
+
+Why one module: the FTS5 table, the Chroma collection and the fusion of their rankings are one
+index with one refresh protocol (content hash, lock, read-only fallback); split apart, the
+lexical and semantic halves could fall out of step.
 """
 
 from __future__ import annotations

@@ -16,6 +16,10 @@ Why it looks like this:
   checked as a PDF (header/``%%EOF``) and against size and page limits before anything is
   stored; uploaded names go through ``ingest.paper_id_for``; page paths through ``safe_join``;
   every error is ``{"error": message}`` with a meaningful status, never a stack trace.
+
+Why one module: the routes share the app state (:class:`Services`, :class:`JobQueue`) and one
+error mapping (:func:`status_for`, :func:`error_body`); the work behind each route lives in the
+library packages.
 """
 
 import asyncio
@@ -44,6 +48,9 @@ MAX_JOBS_KEPT = 200
 UPLOAD_CHUNK = 1024 * 1024
 #: multipart framing around the file; a Content-Length above limit + this is refused unread
 MULTIPART_SLACK = 64 * 1024
+#: files one ``POST /ingest`` may carry (each within the per-file size limit); the request body
+#: may be up to this many times that limit
+MAX_UPLOAD_FILES = int(os.environ.get("EPISTEME_MAX_UPLOAD_FILES") or 16)
 PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/openapi.json", "/docs/oauth2-redirect",
                           "/favicon.ico"})
 
@@ -161,6 +168,8 @@ class Job:
     future: Future | None = None
     timeout_s: float | None = None
     cancel_requested: bool = False
+    batch: str | None = None  # the multi-file POST /ingest it came from
+    file: str | None = None  # the uploaded file's name
 
     #: cumulative passage counts per section, in embedding order (set once the paper is split)
     _cum: list[int] = field(default_factory=list)
@@ -194,6 +203,8 @@ class Job:
             "kind": self.kind,
             "paper": self.paper,
             "status": self.status,
+            **({"batch": self.batch} if self.batch else {}),
+            **({"file": self.file} if self.file else {}),
             "progress": {
                 "phase": self.phase,
                 "done": self.done,
@@ -244,8 +255,10 @@ class JobQueue:
         self._lock = threading.Lock()
         self.write_lock = threading.Lock()
 
-    def submit(self, kind: str, paper: str, fn) -> Job:
-        job = Job(id=uuid.uuid4().hex[:16], kind=kind, paper=paper, timeout_s=self.timeout_s)
+    def submit(self, kind: str, paper: str, fn, *, batch: str | None = None,
+               file: str | None = None) -> Job:
+        job = Job(id=uuid.uuid4().hex[:16], kind=kind, paper=paper, timeout_s=self.timeout_s,
+                  batch=batch, file=file)
         with self._lock:
             self._jobs[job.id] = job
             self._trim()
@@ -759,9 +772,10 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
                 length = int(request.headers.get("content-length", "0"))
             except ValueError:
                 length = 0
-            if limit and length > limit + MULTIPART_SLACK:
+            if limit and length > limit * MAX_UPLOAD_FILES + MULTIPART_SLACK:
                 return JSONResponse(
-                    {"error": f"the upload is {length} bytes, over the limit of {limit} bytes",
+                    {"error": f"the upload is {length} bytes, over the limit of {limit} bytes "
+                              f"per file × {MAX_UPLOAD_FILES} files (EPISTEME_MAX_UPLOAD_FILES)",
                      "details": {"kind": "too_large"}}, status_code=413)
         if services.token and path not in PUBLIC_PATHS and not path.startswith("/static/"):
             header = request.headers.get("authorization", "")
@@ -822,11 +836,12 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         }
 
     # --- ingest ---------------------------------------------------------------------------
-    @app.post("/ingest", summary="Ingest a PDF (multipart field `file`)", status_code=200)
+    @app.post("/ingest", summary="Ingest PDFs (multipart field `file`, once per PDF)",
+              status_code=200)
     async def ingest(
         request: Request,
-        file: Annotated[UploadFile, File(description="the paper, a PDF")],
-        wait: Annotated[bool, Query(description="false: return a job id at once (202)")] = True,
+        file: Annotated[list[UploadFile], File(description="the paper(s): one PDF per `file` field")],
+        wait: Annotated[bool, Query(description="false: return the job id(s) at once (202)")] = True,
         force: Annotated[bool, Query(description="redo even if the same bytes were ingested")] = False,
         write: Annotated[bool, Query(description="false: only index (raw/, SQLite, Chroma)")] = True,
         force_write: Annotated[bool, Query(description="write wiki pages even if the wiki already cites the paper")] = False,
@@ -835,28 +850,80 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         Chroma) and written into the wiki.  Returns ``{"status": "ok", "paper",
         "sections_indexed", "wiki_pages_updated", "new_sections", "sections", ...}``; with
         ``wait=false``, 202 and a job to poll at ``/jobs/{id}``.  413: over the size or page
-        limit; 422: not a readable PDF."""
-        upload, name = await _receive_upload(services.settings, file)
+        limit; 422: not a readable PDF.
+
+        Several ``file`` fields (up to ``EPISTEME_MAX_UPLOAD_FILES``, default 16): one job per
+        file, all under one ``batch`` id (``GET /jobs?batch=ID`` lists them).  A file that fails
+        its checks is reported in ``failed`` and the others still run.  The answer is
+        ``{"batch", "status": "ok"|"failed", "papers": [result + job per file], "failed":
+        [{"file", "error", "http_status"}]}`` (``wait=false``: 202 with ``jobs`` instead of
+        ``papers``)."""
         from ..ingest.pipeline import paper_id_for
 
-        job = services.jobs.submit(
-            "ingest", paper_id_for(name),
-            lambda job: services.run_ingest(job, upload, name, force=force, write=write,
-                                           force_write=force_write),
-        )
-        if not wait:
-            body = job.to_json()
-            body["url"] = f"/jobs/{job.id}"
-            return JSONResponse(body, status_code=202, headers={"Location": f"/jobs/{job.id}"})
-        await asyncio.wrap_future(job.future)
-        if job.status == "failed":
-            return JSONResponse(job.error or {"error": "ingest failed"},
-                                status_code=job.http_status or 500)
-        return {**(job.result or {}), "job": job.id}
+        def submit(upload: Path, name: str, batch: str | None = None) -> Job:
+            return services.jobs.submit(
+                "ingest", paper_id_for(name),
+                lambda job: services.run_ingest(job, upload, name, force=force, write=write,
+                                               force_write=force_write),
+                batch=batch, file=name)
 
-    @app.get("/jobs", summary="Recent jobs")
-    def jobs() -> dict:
-        return {"jobs": [j.to_json() for j in services.jobs.list()]}
+        if len(file) == 1:
+            upload, name = await _receive_upload(services.settings, file[0])
+            job = submit(upload, name)
+            if not wait:
+                body = job.to_json()
+                body["url"] = f"/jobs/{job.id}"
+                return JSONResponse(body, status_code=202, headers={"Location": f"/jobs/{job.id}"})
+            await asyncio.wrap_future(job.future)
+            if job.status == "failed":
+                return JSONResponse(job.error or {"error": "ingest failed"},
+                                    status_code=job.http_status or 500)
+            return {**(job.result or {}), "job": job.id}
+        if len(file) > MAX_UPLOAD_FILES:
+            for f in file:
+                await f.close()
+            raise UsageError(f"{len(file)} files in one request; at most {MAX_UPLOAD_FILES} "
+                             "(EPISTEME_MAX_UPLOAD_FILES)")
+        batch = uuid.uuid4().hex[:12]
+        jobs: list[Job] = []
+        failed: list[dict] = []
+        for f in file:  # each checked as a single upload is; a bad one does not stop the rest
+            try:
+                upload, name = await _receive_upload(services.settings, f)
+            except EpistemeError as e:
+                failed.append({"file": f.filename, **error_body(e), "http_status": status_for(e)})
+                continue
+            jobs.append(submit(upload, name, batch))
+        if not wait:
+            return JSONResponse({"batch": batch, "url": f"/jobs?batch={batch}",
+                                 "jobs": [{**j.to_json(), "url": f"/jobs/{j.id}"} for j in jobs],
+                                 "failed": failed}, status_code=202)
+        for j in jobs:
+            await asyncio.wrap_future(j.future)
+        papers = []
+        for j in jobs:
+            if j.status == "done":
+                papers.append({**(j.result or {}), "job": j.id, "file": j.file})
+            else:
+                failed.append({"file": j.file, "job": j.id,
+                               **(j.error or {"error": "ingest failed"}),
+                               "http_status": j.http_status or 500})
+        return {"batch": batch, "status": "failed" if failed else "ok", "papers": papers,
+                "failed": failed}
+
+    @app.get("/jobs", summary="Recent jobs (or one batch's, per file)")
+    def jobs(batch: Annotated[str | None, Query(description="only the jobs of this multi-file upload")] = None) -> dict:
+        """Every recent job; with ``batch``, the jobs of one multi-file ``POST /ingest`` (one per
+        file, in upload order) and their counts by status."""
+        listed = [j for j in services.jobs.list() if batch is None or j.batch == batch]
+        if batch is None:
+            return {"jobs": [j.to_json() for j in listed]}
+        if not listed:
+            raise NotFoundError(f"no batch {batch!r} (finished jobs are kept for a while, not forever)")
+        counts: dict[str, int] = {}
+        for j in listed:
+            counts[j.status] = counts.get(j.status, 0) + 1
+        return {"batch": batch, "counts": counts, "jobs": [j.to_json() for j in listed]}
 
     @app.delete("/jobs/{job_id}", summary="Cancel a job", status_code=202)
     def cancel_job(job_id: str) -> dict:
@@ -1010,7 +1077,8 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
             return PlainTextResponse(render_mermaid(mode, result), media_type="text/plain")
         return result
 
-    app.add_middleware(_UploadLimit, limit=lambda: services.settings.max_pdf_bytes)
+    app.add_middleware(_UploadLimit,
+                       limit=lambda: services.settings.max_pdf_bytes * MAX_UPLOAD_FILES)
     return app
 
 

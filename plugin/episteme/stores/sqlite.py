@@ -9,6 +9,10 @@ their page and character offsets, lint cross-checks wiki citations against real 
 - One transaction per paper: :meth:`Store.write_paper` replaces all rows of one paper and is
   committed (or rolled back) by the caller, so a failure elsewhere in ingest undoes it.
 - An FTS5 index over passage text (kept in sync by triggers) for BM25 lexical search.
+
+Why one module: the schema, its migrations, the row types and every query over them change
+together (a new column is a migration, a row field and its queries at once), and this is the
+only module that speaks SQL to ``sections.db``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,10 @@ or a recovery runs), so an id is never handed out twice, even after its section 
 
 Standard library + PyYAML only: the caller passes the set of known source files, so this module
 never imports SQLite or the stores.
+
+Why one module: validation, id allocation, the page splice, the index updates and the recovery
+are the single write protocol listed above; a writer that went around any part of it would break
+the crash-safety argument, so all of it is here and nowhere else.
 """
 
 from __future__ import annotations
@@ -703,7 +707,7 @@ class WikiWriter:
         self.recovered: dict | None = None
         self._lock = None
         self._key = ""
-        self._index: _IndexFiles | None = None
+        self._index: IndexFiles | None = None
         self._floor: int | None = None  # highest section number known taken (lock held)
         self._dirty = False
 
@@ -761,15 +765,15 @@ class WikiWriter:
         if self._lock is None:
             raise RuntimeError("use WikiWriter as a context manager (with WikiWriter(...) as w:)")
 
-    def _indexes(self) -> _IndexFiles:
+    def _indexes(self) -> IndexFiles:
         """Both indexes, read once per batch (the lock is held, nobody else changes them)."""
         if self._index is None:
             try:
-                self._index = _IndexFiles(self.wiki)
+                self._index = IndexFiles(self.wiki)
             except (EpistemeError, ValueError):  # garbled by hand: rederive it from the pages
                 rebuild_indexes(self.wiki)
                 self._mark_pending()  # the rebuild cleared it; this batch is still in progress
-                self._index = _IndexFiles(self.wiki)
+                self._index = IndexFiles(self.wiki)
         return self._index
 
     # -- public operations -----------------------------------------------------------------
@@ -1013,14 +1017,16 @@ def _last_md_id(text: str) -> str | None:
     return None
 
 
-class _IndexFiles:
+class IndexFiles:
     """``index.json`` and ``index.md`` as text during a batch, changed entry by entry.
 
     A write splices one entry into each file (replace its line/block, or append a new id after
     the last one) instead of parsing and re-rendering thousands of entries, so writes stay fast
-    on big wikis.  The result is byte-identical to ``wikiindex``'s full renderers for files in
-    their canonical form; for anything else (a hand-edited index) it falls back to one full
-    parse and canonical re-render, after which splicing resumes.
+    on big wikis.  The result is byte-identical to the full renderers of
+    :mod:`episteme.wiki.index` for files in their canonical form; for anything else (a
+    hand-edited index) it falls back to one full parse and canonical re-render, after which
+    splicing resumes.  :class:`WikiWriter` holds one per batch (``set`` / ``delete`` per write,
+    then ``render_json`` / ``render_md`` written atomically).
     """
 
     def __init__(self, wiki: Path):
