@@ -227,7 +227,9 @@ def _strip_controls(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
-_CONTROLS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+# ... and without lone UTF-16 surrogates: they cannot be encoded as UTF-8, so SQLite, JSON and
+# the tokenizer would all refuse the text (a mathematical letter read half by half)
+_CONTROLS = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
 
 
 def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Line]:
@@ -621,10 +623,20 @@ def pdfium_page_lines(textpage, page_no: int, rotated: list[str] | None = None) 
                     lines.append(line)
             cur.clear()
 
+    pair_tail = -1  # index of the low surrogate already joined to the character before it
     for j in range(n):
         if used >= room:
             break
+        if j == pair_tail:
+            continue
         code = raw.FPDFText_GetUnicode(tp, j)
+        if 0xD800 <= code < 0xDC00 and j + 1 < n:
+            # PDFium counts UTF-16 code units: a character beyond the BMP (a mathematical
+            # italic letter, say) arrives as two "characters"; join them into one
+            low = raw.FPDFText_GetUnicode(tp, j + 1)
+            if 0xDC00 <= low < 0xE000:
+                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
+                pair_tail = j + 1
         ch = chr(code) if 0 < code < 0x110000 else ""
         if raw.FPDFText_IsGenerated(tp, j) == 1:
             # PDFium's generated breaks also fall around every superscript and fraction; a
