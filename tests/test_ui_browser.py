@@ -17,7 +17,7 @@ from serverlive import (  # noqa: F401  (written_template is a fixture)
     small_paper_pdf,
     written_template,
 )
-from uibrowser import REPO, SHOTS
+from uibrowser import REPO, SHOTS, ask_in_chat
 
 
 @pytest.fixture(scope="module")
@@ -175,10 +175,7 @@ def test_ask_shows_citations_passages_and_unsupported_claims(written_template, t
         "answer", {"answer": answer, "sections_used": [top]}))
     settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
     with LiveServer(settings, write_mode="extractive") as srv:
-        page.goto(srv.url + "/#/chat")
-        page.fill("#chat-input", q)
-        page.press("#chat-input", "Enter")
-        page.wait_for_selector(".turn:not(.pending) [data-testid=answer]", timeout=120_000)
+        ask_in_chat(page, srv.url, q)
         answer_el = page.query_selector("[data-testid=answer]")
         assert "projects the queries" in answer_el.inner_text()
         marked = page.query_selector_all("[data-testid=answer] mark.unsupported")
@@ -227,10 +224,7 @@ def test_contradicted_claim_is_shown_with_its_contradicting_quote(written_templa
         "answer", {"answer": answer, "sections_used": [top]}))
     settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
     with LiveServer(settings, write_mode="extractive") as srv:
-        page.goto(srv.url + "/#/chat")
-        page.fill("#chat-input", ATTENTION_Q)
-        page.press("#chat-input", "Enter")
-        page.wait_for_selector(".turn:not(.pending) [data-testid=answer]", timeout=120_000)
+        ask_in_chat(page, srv.url, ATTENTION_Q)
         marked = page.query_selector_all("[data-testid=answer] mark.contradicted")
         assert marked and "34.2" in marked[0].inner_text()
         assert "projects the queries" not in marked[0].inner_text()

@@ -10,7 +10,7 @@ import shutil
 
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, serve_copy, written_template  # noqa: F401  (fixture)
-from uibrowser import ATTENTION, SHOTS, words_in_order
+from uibrowser import ATTENTION, SHOTS, ask_in_chat, words_in_order
 
 QUESTION = "What BLEU score did the Transformer reach on English-to-French translation?"
 
@@ -27,10 +27,7 @@ def test_a_source_opens_its_page_with_the_quote_highlighted(written_template, tm
 
     with serve_copy(written_template, tmp_path / "wiki") as srv:
         wiki = srv.settings.wiki
-        page.goto(srv.url + "/#/chat")
-        page.fill("#chat-input", QUESTION)
-        page.press("#chat-input", "Enter")
-        page.wait_for_selector(".turn:not(.pending) [data-testid=answer]", timeout=120_000)
+        ask_in_chat(page, srv.url, QUESTION)
         cites = page.query_selector_all("[data-testid=answer] .cite")
         assert cites, "the answer carries numbered citations"
         n = cites[0].get_attribute("data-cite")
@@ -133,10 +130,7 @@ def test_an_unsupported_claim_shows_the_passage_it_was_checked_against(written_t
         "answer", {"answer": answer, "sections_used": [top]}))
     settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
     with LiveServer(settings, write_mode="extractive") as srv:
-        page.goto(srv.url + "/#/chat")
-        page.fill("#chat-input", ATTENTION_Q)
-        page.press("#chat-input", "Enter")
-        page.wait_for_selector(".turn:not(.pending) [data-testid=unsupported]", timeout=120_000)
+        ask_in_chat(page, srv.url, ATTENTION_Q, until=".turn:not(.pending) [data-testid=unsupported]")
         btn = page.query_selector("[data-testid=unsupported] .show-claim-evidence")
         assert btn, "the rejected claim offers the passage it was checked against"
         btn.click()

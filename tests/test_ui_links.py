@@ -20,7 +20,7 @@ from serverlive import (  # noqa: F401  (written_template is a fixture)
     half_invented_answer,
     written_template,
 )
-from uibrowser import REPO, SHOTS
+from uibrowser import REPO, SHOTS, ask_in_chat
 
 LINKER = """---
 title: Linker
@@ -159,10 +159,7 @@ def test_answer_links_render_with_citations_and_marks(written_template, tmp_path
         "answer", {"answer": answer, "sections_used": [top]}))
     settings = wiki_settings(wiki, api_key="test-key", llm_base_url=fake_anthropic.base_url)
     with LiveServer(settings, write_mode="extractive") as srv:
-        page.goto(srv.url + "/#/chat")
-        page.fill("#chat-input", ATTENTION_Q)
-        page.press("#chat-input", "Enter")
-        page.wait_for_selector(".turn:not(.pending) [data-testid=answer]", timeout=120_000)
+        ask_in_chat(page, srv.url, ATTENTION_Q)
         links = page.query_selector_all("[data-testid=answer] a.wikilink")
         assert len(links) == 1 and links[0].inner_text() == "Multi-head attention"
         if expected is None:

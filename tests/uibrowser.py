@@ -84,3 +84,13 @@ def corrupt(wiki: Path) -> str:
     assert "\nRelated:" in text
     page.write_text(text.replace("\nRelated:", "\n" + ALTERED + "\n\nRelated:", 1), encoding="utf-8")
     return page.relative_to(wiki).as_posix()
+
+
+def ask_in_chat(page, url: str, question: str,
+                until: str = ".turn:not(.pending) [data-testid=answer]") -> None:
+    """Ask ``question`` in the web UI's chat at ``url`` (a live server) and wait for ``until``,
+    the element the finished turn shows (the answer by default)."""
+    page.goto(url + "/#/chat")
+    page.fill("#chat-input", question)
+    page.press("#chat-input", "Enter")
+    page.wait_for_selector(until, timeout=120_000)
