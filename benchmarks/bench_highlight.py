@@ -27,25 +27,8 @@ for cand in (Path("/work/shared/data"), DATA):
         break
 
 
-def in_order(quote: str, under: str) -> float:
-    """Fraction of the quote's words found in order among the words under the boxes (difflib's
-    matching blocks: PDFium's bounded text repeats a ligature's letters and may add a margin
-    page number, which are insertions, not misses)."""
-    import difflib
-
-    from episteme.pdf.highlight import normalize
-
-    def ws(s: str) -> list[str]:
-        n, _src, spans = normalize(s)
-        return [n[a:b] for a, b in spans]
-
-    q = ws(quote)
-    sm = difflib.SequenceMatcher(None, q, ws(under), autojunk=False)
-    return sum(b.size for b in sm.get_matching_blocks()) / max(1, len(q))
-
-
 def run(paths: list[Path], limit: int, seed: int) -> dict:
-    from episteme.pdf.highlight import quote_boxes, text_in_box
+    from episteme.pdf.highlight import quote_boxes, text_in_box, words_in_order
     from episteme.pdf.passages import split_sentences
     from episteme.pdf.split import split_pdf
 
@@ -79,7 +62,7 @@ def run(paths: list[Path], limit: int, seed: int) -> dict:
             if boxes[0]["page"] in (page, page + 1):
                 page_ok += 1
             under = " ".join(text_in_box(pdf, b["page"], b["bbox"]) for b in boxes)
-            if in_order(q, under) >= 0.9:
+            if words_in_order(q, under) >= 0.9:
                 words_ok += 1
     return {"quotes": n, "found": found, "foreign": foreign, "page_ok": page_ok, "words_ok": words_ok,
             "ms_per_quote": 1000 * secs / max(1, n)}

@@ -16,9 +16,9 @@ import zlib
 from pathlib import Path
 
 import pytest
+from episteme.pdf.highlight import words_in_order
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, request, written_template  # noqa: F401  (fixture)
-from uibrowser import words_in_order
 
 ATTENTION = "attention_1706.03762v5.pdf"
 TWO_COLUMN = "s2orc_acl2020.pdf"  # ACL format: two columns of body text

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import shutil
 
+from episteme.pdf.highlight import words_in_order
 from ingested_wiki import wiki_settings
 from serverlive import LiveServer, serve_copy, written_template  # noqa: F401  (fixture)
-from uibrowser import ATTENTION, SHOTS, ask_in_chat, words_in_order
+from uibrowser import ATTENTION, SHOTS, ask_in_chat
 
 QUESTION = "What BLEU score did the Transformer reach on English-to-French translation?"
 

@@ -60,23 +60,6 @@ def page(browser):
     assert not problems, problems  # no script errors, no CSP violations
 
 
-def words_in_order(quote: str, under: str) -> float:
-    """Fraction of the quote's words found in order among the words under the boxes (difflib's
-    matching blocks: PDFium's bounded text repeats a ligature's letters and may add a margin
-    page number, which are insertions, not misses)."""
-    import difflib
-
-    from episteme.pdf.highlight import normalize
-
-    def ws(s: str) -> list[str]:
-        n, _src, spans = normalize(s)
-        return [n[a:b] for a, b in spans]
-
-    q = ws(quote)
-    sm = difflib.SequenceMatcher(None, q, ws(under), autojunk=False)
-    return sum(b.size for b in sm.get_matching_blocks()) / max(1, len(q))
-
-
 def corrupt(wiki: Path) -> str:
     """Add :data:`ALTERED` to the machine-translation page (before its Related: line)."""
     page = wiki / "machine-translation.md"

@@ -106,6 +106,21 @@ _TEXTPAGES: OrderedDict[tuple, tuple] = OrderedDict()
 _TEXTPAGES_SIZE = 12
 
 
+def words_in_order(quote: str, under: str) -> float:
+    """Fraction of ``quote``'s words (as :func:`normalize` folds them) found in order among the
+    words of ``under`` — how well a set of highlight boxes covers a quote, given the text read
+    inside them.  difflib's matching blocks, because PDFium's bounded text repeats a ligature's
+    letters and may add a margin page number: insertions, not misses."""
+
+    def ws(s: str) -> list[str]:
+        n, _src, spans = normalize(s)
+        return [n[a:b] for a, b in spans]
+
+    q = ws(quote)
+    sm = difflib.SequenceMatcher(None, q, ws(under), autojunk=False)
+    return sum(b.size for b in sm.get_matching_blocks()) / max(1, len(q))
+
+
 def _textpage(doc, page: int, key: tuple):
     """PDFium's text page of ``page`` (1-based), kept open in a small LRU: loading a page is
     the dearest step (~10-30 ms), and a quote needs it twice (its text, then its boxes).  The
