@@ -9,13 +9,25 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   section = the papers, and the paper section each one quotes, found by its quoted sentences),
   and the candidates are the sentences of those papers' passages that the question's dense and
   lexical search finds (:meth:`episteme.query.trace.Tracer.score_pool`), plus the wiki sentences.
-* **Question-focused scoring** of each candidate sentence: cosine similarity to the question,
-  the IDF-weighted share of the question's content words the sentence holds (rare words weigh
-  most: the question's key terms), the score of the passage it sits in, a bonus when it is in a
-  paper section a retrieved wiki section was written from, and the *expected answer type*: a
-  quantity question ("how many", "how big", "what score") wants a sentence with a number, a
-  definition question ("what is X") a sentence that defines, a "why" question one that gives a
-  reason.  The weights are few and general; none names a paper or a gold item.
+* **Every sentence has a vector**: ingest stores one per sentence
+  (:mod:`episteme.ingest.sentences`), so each candidate is scored by its *own* cosine to the
+  question at no query-time cost (only the question is embedded), and the papers' sentences
+  nearest the question (:data:`DENSE_SENTENCES`) join the candidates even when their passage
+  did not rank.  A store without them (ingested before) falls back to embedding the
+  :data:`EMBED_TOP` best candidates, as before.
+* **Question-focused scoring** of each candidate sentence (its ``parts``): cosine similarity to
+  the question, the IDF-weighted share of the question's content words the sentence holds (rare
+  words weigh most: the question's key terms) and the same for its section's title, the score
+  and cosine of the passage it sits in, whether it is in a paper section a retrieved wiki
+  section was written from or quoted by the wiki, its position (first of its section), a
+  sentence leaning on the one before, its length, and the *expected answer type*: a quantity
+  question ("how many", "how big", "what score") wants a sentence with a number, a definition
+  question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
+  limitation / comparison question one that states one.  The ranking is a linear model over
+  these features whose weights (:data:`WEIGHTS`) were fitted on the TUNE papers' questions
+  (benchmarks/bench_answer.py ``--fit``, with 5-fold cross-validation by paper reported);
+  none names a paper or a gold item.  The abstention thresholds apply to a separate,
+  hand-set ``evidence`` score, so refitting the ranking does not move them.
 * **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
   formula debris and reference-list text are never candidates.
