@@ -81,7 +81,7 @@ def test_limitation_and_comparison_questions_prefer_sentences_that_state_one(eng
     def cue(question: str, text: str) -> float:
         c = Candidate(text, None, None, "", None, None, (0, 0, 0))
         off._score(question, [c], {})
-        return c.parts["type"]
+        return c.parts["cue"]
 
     q = "What is a drawback of reading the whole source sentence?"
     assert cue(q, weak) > cue(q, plain)
