@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 
 MIN_WORDS = 6  # shorter "sentences" are fragments ("Proposition 1.", "Results.")
 MAX_WORDS = 70
-MAX_SENTENCES = 3  # chosen sentences; up to two more that they lean on (_with_context)
+MAX_SENTENCES = 4  # chosen sentences; up to two more that they lean on (_with_context)
 MAX_ANSWER_WORDS = 115
 REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
