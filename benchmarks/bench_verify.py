@@ -121,6 +121,54 @@ PARAPHRASES = REPO / "benchmarks" / "paraphrase_questions.jsonl"
 MORE = SHARED / "data" / "papers-more"
 
 
+HELDOUT2 = REPO / "benchmarks" / "verify_heldout2.jsonl"
+
+
+def more_wiki() -> Path:
+    """The ingested ``papers-more`` wiki (built once into the bench cache)."""
+    import bench_trace as bt
+
+    papers = sorted(MORE.glob("*.pdf"))
+    target = bt.CACHE / f"more-{bt.papers_key(papers)}"
+    if not (target / "ingest.json").is_file():
+        build = bt.CACHE / f".build-more-{os.getpid()}"
+        build.mkdir(parents=True, exist_ok=True)
+        print(f"ingesting {len(papers)} papers-more into {target} (once)...", file=sys.stderr)
+        proc = subprocess.run([sys.executable, "-m", "episteme.cli", "ingest", *map(str, papers),
+                               "--wiki", str(build / "wiki"), "--no-progress"],
+                              capture_output=True, text=True, cwd=REPO)
+        if proc.returncode != 0:
+            raise SystemExit(f"ingest failed:\n{proc.stderr}")
+        (build / "ingest.json").write_text(proc.stdout, encoding="utf-8")
+        os.replace(build, target)
+    return target / "wiki"
+
+
+def heldout_tables(dev_tracer: Tracer | None = None) -> dict | None:
+    """``benchmarks/verify_heldout2.jsonl``: claims written (session 5) from tables of the dev
+    papers that dev_verify does not use and of papers-more tables the first held-out set does not
+    use, half true, half with a row or column name swapped; each traced alone with scope = the
+    claim's paper set (the 10 dev papers, or the 6 papers-more).  Measured once before and once
+    after the x-position table reading; never tuned on."""
+    if not HELDOUT2.is_file() or not MORE.is_dir():
+        return None
+    tracers = {"papers": dev_tracer or Tracer(load_settings(ensure_wiki(), env={}, dotenv=None)),
+               "papers-more": Tracer(load_settings(more_wiki(), env={}, dotenv=None))}
+    rows = []
+    for x in HELDOUT2.read_text(encoding="utf-8").splitlines():
+        if x.strip():
+            it = json.loads(x)
+            c = tracers[it["set"]].trace(it["claim"])["claims"][0]
+            rows.append({**it, "verdict": c["verdict"], "code": c["reason"]["code"],
+                         "why": c["reason"]["text"]})
+    true = [r for r in rows if r["label"] == "supported"]
+    false = [r for r in rows if r["label"] != "supported"]
+    return {"true_kept": sum(r["verdict"] == "supported" for r in true) / len(true),
+            "false_rejected": sum(r["verdict"] != "supported" for r in false) / len(false),
+            "contradicted": sum(r["verdict"] == "contradicted" for r in false) / len(false),
+            "n_true": len(true), "n_false": len(false), "rows": rows}
+
+
 def heldout_more() -> dict | None:
     """Entity-swap claims written for this benchmark over ``papers-more`` (6 papers of other
     fields and layouts, never read while building the verifier), traced with scope = those
@@ -148,7 +196,7 @@ def heldout_more() -> dict | None:
         if x.strip():
             it = json.loads(x)
             c = tracer.trace(it["claim"])["claims"][0]
-            rows.append({**it, "verdict": c["verdict"], "code": c["reason"]["code"]})
+            rows.append({**it, "verdict": c["verdict"], "code": c["reason"]["code"], "why": c["reason"]["text"]})
     true = [r for r in rows if r["label"] == "supported"]
     false = [r for r in rows if r["label"] != "supported"]
     return {"true_kept": sum(r["verdict"] == "supported" for r in true) / len(true),
@@ -357,6 +405,7 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-verify.md")
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--quick", action="store_true", help="shipped thresholds only, print misses")
+    ap.add_argument("--heldout", action="store_true", help="only the held-out table sets, per claim")
     ap.add_argument("--speed-json", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--reference", metavar="PLUGIN_DIR",
                     help="also time another checkout's plugin/ (e.g. ../main/plugin) in the same run")
@@ -365,6 +414,19 @@ def main() -> int:
         os.environ["EPISTEME_REF_PLUGIN"] = str(Path(args.reference).resolve())
     wiki = ensure_wiki()
     tracer = Tracer(load_settings(wiki, env={}, dotenv=None))
+    if args.heldout:
+        for name, res in (("verify_heldout.jsonl", heldout_more()),
+                          ("verify_heldout2.jsonl", heldout_tables(tracer))):
+            if not res:
+                continue
+            for r in res["rows"]:
+                ok = (r["verdict"] == "supported") == (r["label"] == "supported")
+                print(f"{'ok  ' if ok else 'MISS'} {r['id']} {r['label']:12} -> {r['verdict']:12} "
+                      f"{r['code']}: {r.get('why', '')[:80]} | {r['claim'][:70]}")
+            print(f"{name}: true kept {res['true_kept']:.3f} (n={res['n_true']}), swaps rejected "
+                  f"{res['false_rejected']:.3f}, called contradicted {res['contradicted']:.3f} "
+                  f"(n={res['n_false']})")
+        return 0
     if args.speed_json:
         print(json.dumps(warm_measures(tracer)))
         return 0
