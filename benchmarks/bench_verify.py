@@ -76,7 +76,8 @@ def run(tracer: Tracer, items: list[dict], cands, topic: float, number: float) -
     from episteme.query.trace import SUPPORT_THRESHOLD
 
     verifier = Verifier(in_scope=lambda name: tracer.names_in_scope(name, None),
-                        threshold=SUPPORT_THRESHOLD, topic_cover=topic, number_topic_cover=number)
+                        threshold=SUPPORT_THRESHOLD, topic_cover=topic, number_topic_cover=number,
+                        grid_of=tracer.table_grid)
     res = []
     for it, (hits, support) in zip(items, cands, strict=True):
         v = verifier.verify(it["claim"], hits, support=support)

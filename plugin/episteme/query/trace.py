@@ -293,6 +293,7 @@ class Tracer:
         self._db_lock = threading.Lock()
         self._df: dict[str, int] = {}
         self._names: dict[tuple, bool] = {}
+        self._grids: dict[str, object] = {}  # table section id -> its cells placed by x
         self._n_passages = 0
         self._papers: dict[str, str] = {}
         self._stacked: dict[tuple, tuple] = {}
@@ -324,6 +325,7 @@ class Tracer:
             self._n_passages = int(self.store.conn.execute("SELECT count(*) FROM passages").fetchone()[0])
             self._df.clear()
             self._stacked.clear()
+            self._grids.clear()  # a re-ingested paper may have other passage ids or pages
         if not self._papers or not self._n_passages:
             raise EpistemeError(
                 f"no passages in {self.settings.sqlite_path}: ingest papers first "
@@ -509,6 +511,30 @@ class Tracer:
                 out[t] = self._df[t]
         return out
 
+    def table_grid(self, passage: dict):
+        """The cells of a table passage's table (its whole section: a long table is cut into
+        several passages) placed by where they are printed (:func:`episteme.pdf.tablegrid.
+        table_grid`, reading the paper in raw/ once per page), or None (no PDFium, no file,
+        lines not found); cached per table."""
+        sid = passage.get("section_id") or ""
+        if sid in self._grids:
+            return self._grids[sid]
+        from ..pdf.tablegrid import table_grid
+
+        with self._db_lock:
+            row = self.store.conn.execute(
+                "SELECT section_text FROM sections WHERE section_id = ?", (sid,)).fetchone()
+        text = row[0] if row else passage.get("text", "")
+        paper = passage.get("paper") or ""
+        pdf = self.settings.wiki / "raw" / paper
+        grid = None
+        if paper and "/" not in paper and "\\" not in paper and passage.get("page"):
+            grid = table_grid(pdf, int(passage["page"]), text)
+        if len(self._grids) > 2048:
+            self._grids.clear()
+        self._grids[sid] = grid
+        return grid
+
     def names_in_scope(self, name: str, papers: list[str] | None) -> bool:
         """Whether any passage of ``papers`` (None = all) names ``name`` — as written, or with
         its punctuation and spaces dropped ("BERT-LARGE" = "BERTLARGE"), whole-word."""
@@ -622,7 +648,7 @@ class Tracer:
         best_score: dict[int, float] = {}
         pos = {pid: j for j, pid in enumerate(pool.ids)}
         verifier = Verifier(in_scope=lambda name: self.names_in_scope(name, scope.papers),
-                            threshold=threshold)
+                            threshold=threshold, grid_of=self.table_grid)
         for ci, (c, cands) in enumerate(zip(claims, ranked, strict=True)):
             support = pool.support(ci)
             v = verifier.verify(c.text, cands, support=support)
