@@ -744,7 +744,7 @@ class Verifier:
 
         # 2. a table read by the cells' printed places: the cell the claim points at
         # (the first table passage in rank order that states one of the claim's values decides)
-        grid_agrees = False
+        grid_agrees = ""  # the reason text when a table's cell states the claim
         # (a long table is cut into passages: its grid is the whole table, so a passage of it
         # counts even when the value is in another of its chunks)
         tables, seen = [], set()
@@ -759,14 +759,17 @@ class Verifier:
             if found is None:
                 continue
             if found[0] == "agree":
-                grid_agrees = i == best
+                # the claim's row holds its values under its columns: that table is the
+                # evidence, and the text-level number and binding checks are not needed
+                grid_agrees = found[1]
+                order, best, ev = _front(order, i), i, cands[i]
                 break
             code, text, (ri, ki) = found
             return self._out(CONTRADICTED, code, text, i, _grid_span(cands[i], grid, ri, ki),
                              _front(order, i), cands)
 
         # 3. numbers
-        missing = [n for k, n in enumerate(cnums) if not found_n[best][k]]
+        missing = [] if grid_agrees else [n for k, n in enumerate(cnums) if not found_n[best][k]]
         if missing and sum(found_n[best]) >= 2 and all(
                 _compound(claim, cnums[k]) and any(
                     found_n[i][k] for i in range(len(cands)) if i != best and cands[i].paper == ev.paper)
@@ -878,6 +881,8 @@ class Verifier:
             return self._out(UNSUPPORTED, "low_support",
                              f"no passage states this claim (best support {sup:.2f} < "
                              f"{self.threshold:.2f})", best, None, order, cands)
+        if grid_agrees:
+            return self._out(SUPPORTED, "match", grid_agrees, best, None, order, cands)
         stated = [n.text for k, n in enumerate(cnums) if found_n[best][k]] + \
                  [e.text for k, e in enumerate(cents) if found_e[best][k]]
         text = ("the passage states " + ", ".join(stated[:6])) if stated else \
@@ -1568,13 +1573,21 @@ def grid_check(claim: str, cnums: list[Num], grid) -> tuple[str, str, tuple[int,
             used = {h for n in in_table for j, k in where[id(n)] if j == i for h in r.heads[k]}
 
             def ok(k: int, r=r, used=used) -> bool:
+                """On every header line where the claim names a column, the name above cell
+                ``k`` is one the claim names (or the column of another of its values)."""
                 rivals = named_cols - (used - set(r.heads[k]))
-                return not rivals or bool(set(r.heads[k]) & rivals) or \
-                    not _competing(grid, r, k, rivals)
+                mine = set(r.heads[k])
+                for line in grid.header_lines:
+                    texts = {c.text for c in line}
+                    if texts & rivals and texts & mine and not (texts & mine & rivals):
+                        return False
+                return True
 
             bad = [n for n in in_table if not any(ok(k) for j, k in where[id(n)] if j == i)]
             if not bad:
-                return ("agree", "", (i, next(k for j, k in where[id(in_table[0])] if j == i)))
+                k0 = next(k for j, k in where[id(in_table[0])] if j == i)
+                return ("agree", f"the table's row {r.label or r.cells[k0].text} gives "
+                        f"{r.cells[k0].text} under {' / '.join(r.heads[k0]) or 'its column'}", (i, k0))
             if first_bad is None:
                 n = bad[0]
                 k = next(k for j, k in where[id(n)] if j == i)
@@ -1619,17 +1632,6 @@ def grid_check(claim: str, cnums: list[Num], grid) -> tuple[str, str, tuple[int,
                         f"{rows[ia].cells[kk].text} under {' / '.join(rows[ia].heads[kk]) or 'that column'}"
                         f"; {rows[ib].cells[kb].text} is another row's", (ia, kk))
     return None
-
-
-def _competing(grid, row, k: int, named: set[str]) -> bool:
-    """Whether a claim-named header name stands on the same header line as a name above cell
-    ``k`` (a rival column), not on a line of its own (a spanning title)."""
-    mine = set(row.heads[k])
-    for line in grid.header_lines:
-        texts = {c.text for c in line}
-        if texts & mine and texts & named:
-            return True
-    return False
 
 
 def _grid_span(ev: Evidence, grid, ri: int, ki: int) -> tuple[int, int] | None:
