@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EpistemeError, NotFoundError, UsageError
+from .stopwords import STOP  # re-exported: verify and retrieve read it from here
 from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier, numbers_in
 
 # Bounds: the work of one trace is at most MAX_CLAIMS claims of at most MAX_CLAIM_WORDS words.
@@ -89,15 +90,6 @@ SUPPORT_THRESHOLD = 0.68
 
 EXCLUDED_KINDS = ("references",)
 
-_STOP_WORDS = (
-    "a an and are as at be by can do does did for from has have had how in into is it its of on "
-    "or that the their there these this those to was were what when where which who whom why "
-    "with about after also between both each more most other over same such than then they "
-    "them via would could should will may might been being not no so if while because using "
-    "used use uses our we i you he she his her one two any all some only very much many while "
-    "just like thus hence therefore however"
-)
-STOP = frozenset(_STOP_WORDS.split())
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 

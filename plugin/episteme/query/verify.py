@@ -512,6 +512,32 @@ def _negated_terms(text: str, cue_at: int | None, n: int = 2) -> set[str]:
     return set(out)
 
 
+def negated_heads(text: str, n: int = 2) -> set[str]:
+    """The stems a negation of ``text`` governs: for every cue ("not", "no", "without",
+    "n't" ...), the first ``n`` content words after it in its clause ("we do not use dropout"
+    → use, dropout).  What a sentence denies, to compare with what a claim asserts."""
+    from .trace import STOP, stem
+
+    toks = _tokens(text)
+    norm = unligature(normalize(text))
+    out: set[str] = set()
+    for i, (w, _s, _e) in enumerate(toks):
+        if not (w in _NEG_CUES or w.endswith("n't")):
+            continue
+        got = 0
+        for j in range(i + 1, min(len(toks), i + 8)):
+            if re.search(r"[,;.:]", norm[toks[j - 1][2]:toks[j][1]]) or toks[j][0] in _CLAUSE_BREAK:
+                break
+            t = toks[j][0]
+            if t in STOP or t in _NEG_CUES or len(t) < 3 or t.isdigit():
+                continue
+            out.add(stem(t))
+            got += 1
+            if got >= n:
+                break
+    return out
+
+
 def _denied_stated(claim: str, cue_at: int | None, sentence: str) -> bool:
     """Whether ``sentence`` states what the claim denies: the word the claim negates and at
     least two thirds of the four content words after the negation are all there."""
@@ -850,13 +876,20 @@ class Verifier:
         leading = {id(x) for x in close[:2]}
         cn, cpos = negated_near(claim, cterms)
 
+        # the words a negated claim denies (its cue's head: "without *dropout*", "not *tie*")
+        cheads = _negated_terms(claim, cpos, 2) if cn else set()
+
         def neg(x) -> bool:
-            """Negated about the claim's words: two shared words in the cue's scope, or one
-            in one of the two most on-topic sentences."""
+            """Negated about the claim's words: two shared words in the cue's scope; or, in one
+            of the two most on-topic sentences, a claim word heading a negation there ("do not
+            use *dropout*") or a verb of absence next to them."""
             st = cands[x[2]].text[x[3]:x[4]]
             shared = cterms & _stems(st)
-            return negated_near(st, shared, min_hits=NEG_MIN_HITS if id(x) in leading else 2)[0] or \
-                (id(x) in leading and _privative_near(st, shared))
+            if negated_near(st, shared, min_hits=2)[0]:
+                return True
+            if id(x) not in leading:
+                return False
+            return bool(negated_heads(st) & (cheads or cterms)) or _privative_near(st, shared)
 
         if close and not agreed:
             negs = [x for x in close if neg(x)]
