@@ -114,10 +114,15 @@ def _page_chars(path: str, size: int, mtime: int, page: int) -> tuple[str, tuple
             h = tp.raw
             n = raw.FPDFText_CountChars(h)
             left, right, bottom, top = (ctypes.c_double() for _ in range(4))
-            for j in range(n):
-                code = raw.FPDFText_GetUnicode(h, j)
-                ch = chr(code) if 0 < code < 0x110000 else ""
-                if not ch or ch.isspace() or raw.FPDFText_IsGenerated(h, j) == 1:
+            # the page's text in one call when it has one unit per character (it does unless
+            # a character lies beyond the BMP); PDFium's generated characters are spaces and
+            # line breaks, left out with the other whitespace
+            whole = tp.get_text_range()
+            if len(whole) != n:
+                whole = "".join(chr(c) if 0 < (c := raw.FPDFText_GetUnicode(h, j)) < 0x110000 else " "
+                                for j in range(n))
+            for j, ch in enumerate(whole):
+                if ch.isspace():
                     continue
                 if ch in JOIN_HYPHENS:
                     ch = "-"

@@ -286,6 +286,7 @@ class Tracer:
         self._df: dict[str, int] = {}
         self._names: dict[tuple, bool] = {}
         self._grids: dict[str, object] = {}  # table section id -> its cells placed by x
+        self._table_texts: dict[str, str] = {}  # table section id -> its text
         self._n_passages = 0
         self._papers: dict[str, str] = {}
         self._stacked: dict[tuple, tuple] = {}
@@ -318,6 +319,7 @@ class Tracer:
             self._df.clear()
             self._stacked.clear()
             self._grids.clear()  # a re-ingested paper may have other passage ids or pages
+            self._table_texts.clear()
         if not self._papers or not self._n_passages:
             raise EpistemeError(
                 f"no passages in {self.settings.sqlite_path}: ingest papers first "
@@ -503,20 +505,33 @@ class Tracer:
                 out[t] = self._df[t]
         return out
 
-    def table_grid(self, passage: dict):
+    def table_grid(self, passage: dict, values=None):
         """The cells of a table passage's table (its whole section: a long table is cut into
         several passages) placed by where they are printed (:func:`episteme.pdf.tablegrid.
         table_grid`, reading the paper in raw/ once per page), or None (no PDFium, no file,
-        lines not found); cached per table."""
+        lines not found); cached per table.  With ``values`` (a claim's numbers) None unless
+        the table states one of them: the page is read only when the grid can matter."""
         sid = passage.get("section_id") or ""
+        text = self._table_texts.get(sid)
+        if text is None:
+            with self._db_lock:
+                row = self.store.conn.execute(
+                    "SELECT section_text FROM sections WHERE section_id = ?", (sid,)).fetchone()
+            text = row[0] if row else passage.get("text", "")
+            if len(self._table_texts) > 2048:
+                self._table_texts.clear()
+            self._table_texts[sid] = text
+        if values is not None:
+            # read the page only for a table that states one of the claim's values
+            from .verify import number_matches
+
+            nums = numbers_in(text, evidence=True)
+            if not any(number_matches(v, en) for v in values for en in nums):
+                return None
         if sid in self._grids:
             return self._grids[sid]
         from ..pdf.tablegrid import table_grid
 
-        with self._db_lock:
-            row = self.store.conn.execute(
-                "SELECT section_text FROM sections WHERE section_id = ?", (sid,)).fetchone()
-        text = row[0] if row else passage.get("text", "")
         paper = passage.get("paper") or ""
         pdf = self.settings.wiki / "raw" / paper
         grid = None

@@ -688,9 +688,11 @@ class Verifier:
     def __init__(self, in_scope: Callable[[str], bool] | None = None,
                  threshold: float | None = None, *, topic_cover: float = TOPIC_COVER,
                  number_topic_cover: float = NUMBER_TOPIC_COVER,
-                 grid_of: Callable[[dict], object] | None = None):
+                 grid_of: Callable[[dict, list[Num]], object] | None = None):
         self.in_scope = in_scope
-        self.grid_of = grid_of  # a table passage -> its cells placed by x (pdf.tablegrid.Grid)
+        # (table passage, claim numbers) -> its cells placed by x (pdf.tablegrid.Grid), or None
+        # when that table states none of the numbers
+        self.grid_of = grid_of
         self.threshold = threshold
         self.topic_cover = topic_cover
         self.number_topic_cover = number_topic_cover
@@ -780,7 +782,7 @@ class Verifier:
                 seen.add(sid)
                 tables.append(i)
         for i in (tables if self.grid_of is not None and cnums else []):
-            grid = self.grid_of(cands[i].src)
+            grid = self.grid_of(cands[i].src, cnums)
             found = grid_check(claim, cnums, grid) if grid is not None else None
             if found is None:
                 continue
