@@ -512,10 +512,11 @@ def _negated_terms(text: str, cue_at: int | None, n: int = 2) -> set[str]:
     return set(out)
 
 
-def negated_heads(text: str, n: int = 2) -> set[str]:
+def negated_heads(text: str, n: int = 1) -> set[str]:
     """The stems a negation of ``text`` governs: for every cue ("not", "no", "without",
-    "n't" ...), the first ``n`` content words after it in its clause ("we do not use dropout"
-    → use, dropout).  What a sentence denies, to compare with what a claim asserts."""
+    "n't" ...), the first ``n`` content words after it in its clause ("we do not use dropout in
+    these models" → dropout; "use" is a function word here, "models" lies outside the head).
+    What a sentence denies, to compare with what a claim asserts."""
     from .trace import STOP, stem
 
     toks = _tokens(text)
@@ -660,7 +661,9 @@ def _stems(text: str) -> set[str]:
 def _stems_cached(text: str) -> frozenset[str]:
     from .trace import STOP, stem, words
 
+    # negation cues are a sentence's polarity, not its topic ("without" is no content word)
     return frozenset(stem(w) for w in words(unligature(text)) if w not in STOP and not w.isdigit()
+                     and w not in _NEG_CUES
                      and len(w) > 1)
 
 
@@ -879,7 +882,7 @@ class Verifier:
         cn, cpos = negated_near(claim, cterms)
 
         # the words a negated claim denies (its cue's head: "without *dropout*", "not *tie*")
-        cheads = _negated_terms(claim, cpos, 2) if cn else set()
+        cheads = _negated_terms(claim, cpos, 1) if cn else set()
 
         def neg(x) -> bool:
             """Negated about the claim's words: two shared words in the cue's scope; or, in one
