@@ -52,17 +52,6 @@ def test_link_targets_equal_scan_links_on_random_bodies():
         assert links.link_targets(body, start) == links.scan_links(body[start:]).targets, (body, start)
 
 
-def test_link_lines_equal_scan_links_lines_on_random_bodies():
-    """The lines lint reports for some of a page's links are those scan_links counts."""
-    rnd = random.Random(20261201)
-    for _ in range(20_000):
-        body = b"".join(rnd.choice(TOKENS) for _ in range(rnd.randint(0, 40)))
-        first = rnd.randint(1, 5)
-        ll = links.scan_links(body, first)
-        picks = sorted(rnd.sample(range(len(ll)), rnd.randint(0, len(ll))))
-        assert links.link_lines(body, picks, first) == [ll.lines[k] for k in picks], (body, picks)
-
-
 @pytest.mark.parametrize(
     "body, targets",
     [

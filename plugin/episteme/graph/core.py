@@ -45,8 +45,8 @@ from typing import Any
 
 from ..errors import NotFoundError, UsageError
 from ..wiki.frontmatter import frontmatter_aliases, frontmatter_tags, frontmatter_title
-from ..wiki.links import NO_LINKS, LinkList, link_lines, link_targets, normalize_target, scan_links
-from ..wiki.page import Page, read_body
+from ..wiki.links import NO_LINKS, LinkList, normalize_target
+from ..wiki.page import Page, read_links
 from ..wiki.scan import Visitor, scan
 from ..wiki.schema import TIERS, Schema, compute_tier, load_schema
 
@@ -372,31 +372,24 @@ class WikiGraph:
         for i in self._reread:
             p = self.pages[i]
             try:
-                body, first = read_body(self.root, p.id)
+                links = read_links(self.root, p.id)
             except OSError:
                 continue  # deleted since the scan: nothing to point at
-            targets = link_targets(body)
-            codes = list(map(code, targets))
+            codes = list(map(code, links.targets))
             if None in codes:  # changed since the scan
-                self._resolve_links(i, scan_links(body, first).pairs(), by_text, True)
+                self._resolve_links(i, links.pairs(), by_text, True)
                 continue
-            # the reported links: the first of each dangling target (compared case-insensitively)
-            # and every ambiguous one; only their lines are counted
-            picks: list[int] = []
             seen: set[str] = set()
-            for k in compress(range(len(codes)), map((0).__gt__, codes)):  # codes -1 and -2
-                if codes[k] == -1:
-                    key = targets[k].lower()
-                    if key in seen:
-                        continue
-                    seen.add(key)
-                picks.append(k)
-            for k, line in zip(picks, link_lines(body, picks, first), strict=True):
-                target = targets[k]
-                if codes[k] == -1:
-                    self._dangling.append(Dangling(p.id, target, line))
-                    self.dangling_sources.append(i)
-                else:
+            # only the links that dangle (-1) or have several candidates (-2), picked in C
+            for target, line, c in compress(zip(links.targets, links.lines, codes, strict=True),
+                                             map((0).__gt__, codes)):
+                if c == -1:
+                    key = target.lower()
+                    if key not in seen:
+                        seen.add(key)
+                        self._dangling.append(Dangling(p.id, target, line))
+                        self.dangling_sources.append(i)
+                elif c == -2:
                     step, cands = self._lookup(target.lower())
                     j = self._choose(cands, p.folder)
                     self._ambiguities.append(

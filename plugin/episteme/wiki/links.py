@@ -196,45 +196,6 @@ def scan_links(body: bytes, first_line: int = 1) -> LinkList:
     return _linklist_from(tuple(targets), array("i", lines))
 
 
-def link_lines(body: bytes, indices: Sequence[int], first_line: int = 1) -> list[int]:
-    """The lines of the links at ``indices`` (ascending) of ``scan_links(body).targets``.
-
-    Why: lint reports a few links of a page (the dangling and ambiguous ones) and needs only
-    their lines; matches are counted up to the last one asked for, and lines are counted only
-    for those."""
-    if not indices:
-        return []
-    if b"`" in body or b"~~~" in body:
-        lines = scan_links(body, first_line).lines
-        return [lines[k] for k in indices]
-    if b"!" in body and b"![[" in body:
-        body = body.replace(b"![[", b"!\0[")  # as in scan_links: embeds cannot match
-    pattern = _LINK_TEXT if b"\\" in body else _LINK_HEAD
-    normalized = _NORMALIZED.get
-    want = iter(indices)
-    k_next = next(want)
-    out: list[int] = []
-    k = 0  # index of the next non-empty target
-    line, last = first_line, 0
-    for m in pattern.finditer(body):
-        raw = m[1]
-        t = normalized(raw)
-        if t is None:
-            t = _normalize_raw(raw)
-        if not t:
-            continue  # a same-page link: not among the targets
-        if k == k_next:
-            s = m.start()
-            line += body.count(b"\n", last, s)
-            last = s
-            out.append(line)
-            k_next = next(want, -1)
-            if k_next < 0:
-                break
-        k += 1
-    return out
-
-
 def _code_links(body: bytes, first_line: int) -> LinkList:
     """:func:`scan_links` of a body with backticks or ``~~~``: links in fenced blocks and in
     inline code spans are left out."""

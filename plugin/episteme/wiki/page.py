@@ -103,15 +103,9 @@ def read_page(root: str | os.PathLike, page_id: str) -> Page:
     return parse_page(page_id, path, read_bytes(path))
 
 
-def read_body(root: str | os.PathLike, page_id: str) -> tuple[bytes, int]:
-    """A page's body (the bytes after its frontmatter) and the 1-based line it starts on,
-    without parsing the frontmatter (only where the body starts matters)."""
+def read_links(root: str | os.PathLike, page_id: str) -> LinkList:
+    """A page's links with their line numbers, exactly as :func:`parse_page` finds them,
+    without parsing its frontmatter (only where the body starts matters)."""
     data = strip_bom(read_bytes(os.path.join(os.fspath(root), page_id)))
     offset, line = body_start(data)
-    return (data[offset:], line) if offset else (data, 1)
-
-
-def read_links(root: str | os.PathLike, page_id: str) -> LinkList:
-    """A page's links with their line numbers, exactly as :func:`parse_page` finds them."""
-    body, line = read_body(root, page_id)
-    return scan_links(body, line)
+    return scan_links(data[offset:], line) if offset else scan_links(data, 1)
