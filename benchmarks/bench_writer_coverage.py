@@ -347,7 +347,10 @@ def main() -> int:
                          f"{s['words_median']:.0f} | {s['sec_median']:.0f} / {s['sec_p90']} / {s['sec_max']} | "
                          f"{lint_summary(results[key])} | {timing} |")
     lines += ["", "Lint is of the whole written wiki (both halves for the dev papers); the write "
-              "time is of all papers of that wiki.", ""]
+              "time is of all papers of that wiki (wall / CPU seconds, one process, claim check off)"
+              + ("; the *before* wikis were written by an earlier run of this command in the same "
+                 "`--work` folder (`--reuse-before`), their times are from that run." if args.reuse_before else "."),
+              ""]
     Path(args.out).write_text("\n".join(lines), encoding="utf-8")
     print("\n".join(lines))
     print(f"written wikis kept under {work}", file=sys.stderr)
