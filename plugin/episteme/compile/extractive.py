@@ -7,6 +7,15 @@ writer decides is *which* sentences and *where* they go:
 * **Key sentences** — a section's candidate sentences (clean, self-contained prose; no captions,
   formulas or table rows) are embedded and ranked by centrality: cosine similarity to the mean
   of the section's sentence vectors, i.e. the sentences most representative of the section.
+* **Roles** — beside them, each written section quotes the definitions of its key terms and
+  its results and key numbers (:func:`choose_sentences`, :mod:`episteme.compile.roles`: found
+  from the sentences' form, within a word budget), and its tables' key rows under their
+  captions (:mod:`episteme.compile.objects`).
+* **The paper's own experiments** — a section about the paper's results, experimental setup
+  or data (by its heading, its parent heading or its content) becomes a page under the
+  paper's page, ``papers/<paper>-<section>.md`` (``type: result | setup | dataset``,
+  ``paper: papers/<paper>.md``), listed in the paper page's "Experiments and results"; such
+  pages take no merges from other papers.
 * **Pages** — one summary page per paper (``papers/<slug>.md``, ``type: paper``: the abstract's
   key sentences, the paper's most central sentences, its generic sections such as Introduction
   and Conclusion, and a list of its topics); every other section becomes a topic page
