@@ -455,17 +455,21 @@ def test_tables_list_their_key_rows_beside_the_caption(writer_stages):
     table2 = None
     for rel in iter_page_paths(wiki):
         for sec in _sections(wiki, rel):
-            label = None
+            label, in_rows = None, False
             for line in sec.body.split("\n"):
                 m = re.match(r"^- \*\*(Table [\w.]+)\*\*: “.*” \(p\. \d+\)$", line)
                 if m:
-                    label = m.group(1)
-                elif label and line.startswith("  - ") and not line.startswith("  - columns:"):
-                    row = line[4:]
+                    label, in_rows = m.group(1), False
+                elif line == "  |---|":
+                    in_rows = True  # the header line is above; the rows follow
+                elif label and in_rows and line.startswith("  | ") and line.endswith(" |"):
+                    row = line[4:-2]
                     assert row.rstrip("…") in tables[label], (label, row)
                     rows_seen += 1
                     if label == "Table 2":
                         table2 = (table2 or "") + "\n" + row
+                else:
+                    in_rows = False
     assert rows_seen >= 4
     assert table2 and "Transformer (big) 28.4 41.8" in table2  # the result the abstract states
 

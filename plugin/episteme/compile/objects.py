@@ -72,8 +72,9 @@ def objects_paragraph(objects: list[dict], limit: int = MAX_OBJECTS,
     """Markdown listing ``objects`` as "**Table 2**: “caption” (p. 8)" lines ("" when none);
     past ``limit`` the rest are counted, not listed.  ``rows``: for a table, its text ->
     ``(header lines, key rows)`` (:func:`episteme.compile.roles.key_rows`); the key rows are
-    listed under the caption as printed (cells space-separated), after the first header line,
-    so the numbers a caption speaks of stand beside it."""
+    listed under the caption as printed (cells space-separated) in a one-column markdown table
+    headed by the table's header line, so the numbers a caption speaks of stand beside it (and
+    ``lint --claims`` reads them as a table, not as sentences to verify)."""
     if not objects:
         return ""
     lines = []
@@ -82,11 +83,10 @@ def objects_paragraph(objects: list[dict], limit: int = MAX_OBJECTS,
         lines.append(f"- **{o['label']}**" + (f": “{cap}”" if cap else "") + f" (p. {o['page']})")
         if rows is not None and o.get("kind") == "table":
             header, picked = rows(o.get("text") or "")
-            if picked:
-                if header:
-                    lines.append(f"  - columns: {_cell_text(' '.join(header), 160)}")
-                lines.extend(f"  - {_cell_text(r, 200)}" for r in picked)
+            if picked:  # a one-column markdown table: its header line, then the rows as printed
+                head = _cell_text(" ".join(header), 160) if header else "key rows"
+                lines += ["", f"  | {head} |", "  |---|", *(f"  | {_cell_text(r, 200)} |" for r in picked), ""]
     more = len(objects) - limit
     if more > 0:
         lines.append(f"- and {more} more in this section of the paper")
-    return "Tables and figures in this section:\n\n" + "\n".join(lines)
+    return "Tables and figures in this section:\n\n" + "\n".join(lines).replace("\n\n\n", "\n\n").strip("\n")
