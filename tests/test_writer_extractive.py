@@ -457,7 +457,7 @@ def test_tables_list_their_key_rows_beside_the_caption(writer_stages):
         for sec in _sections(wiki, rel):
             label, in_rows = None, False
             for line in sec.body.split("\n"):
-                m = re.match(r"^- \*\*(Table [\w.]+)\*\*: “.*” \(p\. \d+\)$", line)
+                m = re.match(r"^- p\. \d+, \*\*(Table [\w.]+)\*\*: “.*”$", line)
                 if m:
                     label, in_rows = m.group(1), False
                 elif line == "  |---|":

@@ -1,5 +1,5 @@
 """The offline writer names the tables and figures of the paper section a wiki section is
-written from ("**Table 2**: “caption” (p. 8)"), quoting captions as the paper prints them, and
+written from ("p. 8, **Table 2**: “caption”"), quoting captions as the paper prints them, and
 a table's key rows under its caption."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def test_objects_paragraph_lists_and_counts():
     objs = [{"label": f"Figure {i}", "page": i, "caption": f"Figure {i}: Shows thing {i}."}
             for i in range(1, 7)]
     text = objects_paragraph(objs, limit=4)
-    assert text.count("\n- **Figure") == 4 and "**Figure 4**: “Shows thing 4.” (p. 4)" in text
+    assert text.count("\n- p. ") == 4 and "- p. 4, **Figure 4**: “Shows thing 4.”" in text
     assert text.endswith("- and 2 more in this section of the paper")
     assert objects_paragraph([]) == ""
     assert section_objects([{"section": "6.1 Machine Translation"}, {"section": "6 Results"}],
@@ -62,15 +62,14 @@ def test_extractive_plan_quotes_the_sections_tables_and_figures(ingested_wiki, e
     owner = next(sid for sid, s in sections.items()
                  if f"{s['number'] or ''} {s['title']}".strip() == t2["section"])
     body = by_section[owner].body
-    assert "**Table 2**: “The Transformer achieves better BLEU scores" in body
-    assert f"at a fraction of the training cost.” (p. {t2['page']})" in body
+    assert f"p. {t2['page']}, **Table 2**: “The Transformer achieves better BLEU scores" in body
     mentioned = 0
     for d in plan.decisions:
         for line in d.body.splitlines():
-            if not line.startswith("- **") or "**: “" not in line:
+            if not line.startswith("- p. ") or "**: “" not in line:
                 continue
-            label = line[4:line.index("**", 4)]
-            quote = line.split("**: “", 1)[1].rsplit("” (p. ", 1)[0].rstrip("…")
+            label = line[line.index("**") + 2:line.index("**: “")]
+            quote = line.split("**: “", 1)[1].rstrip("”").rstrip("…")
             # the quote is the stored caption's own text: it traces to the object's passage
             assert quote in " ".join(objects[label]["caption"].split()), (label, quote)
             mentioned += 1

@@ -69,7 +69,7 @@ def _cell_text(text: str, limit: int) -> str:
 
 def objects_paragraph(objects: list[dict], limit: int = MAX_OBJECTS,
                       rows: Callable[[str], tuple[list[str], list[str]]] | None = None) -> str:
-    """Markdown listing ``objects`` as "**Table 2**: “caption” (p. 8)" lines ("" when none);
+    """Markdown listing ``objects`` as "p. 8, **Table 2**: “caption”" lines ("" when none);
     past ``limit`` the rest are counted, not listed.  ``rows``: for a table, its text ->
     ``(header lines, key rows)`` (:func:`episteme.compile.roles.key_rows`); the key rows are
     listed under the caption as printed (cells space-separated) in a one-column markdown table
@@ -80,7 +80,9 @@ def objects_paragraph(objects: list[dict], limit: int = MAX_OBJECTS,
     lines = []
     for o in objects[:limit]:
         cap = caption_text(o.get("caption", ""))
-        lines.append(f"- **{o['label']}**" + (f": “{cap}”" if cap else "") + f" (p. {o['page']})")
+        # "p. 8, **Table 2**: “caption”": the label reads as the paper prints it before its
+        # caption, and what is left beside the quote is a lead-in (ends with ":"), not a claim
+        lines.append(f"- p. {o['page']}, **{o['label']}**" + (f": “{cap}”" if cap else ""))
         if rows is not None and o.get("kind") == "table":
             header, picked = rows(o.get("text") or "")
             if picked:  # a one-column markdown table: its header line, then the rows as printed
