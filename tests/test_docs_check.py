@@ -33,7 +33,7 @@ def _doc(tmp_path: Path, shown: str, marker: str = "<!-- docs-check -->") -> Pat
         "$ episteme graph --wiki demo-wiki --mode stats --format text | head -n 3\n"
         + shown
         + "\n$ episteme lint --wiki demo-wiki\n"
-        "0 error(s), 0 warning(s), 0 info — 13 pages, 18 sections checked in 9.99 s\n"
+        "0 error(s), 0 warning(s), 0 info — 13 pages, 19 sections checked in 9.99 s\n"
         "```\nafter\n",
         encoding="utf-8",
     )
@@ -44,11 +44,11 @@ def test_drifted_output_fails_check_and_is_rewritten(tmp_path):
     doc = _doc(tmp_path, "[Operation] wiki-graph | stats\n\n[Scanned] 99 pages, 1 edges\n")
     proc = _run("--check", str(doc))
     assert proc.returncode == 1
-    assert "+[Scanned] 13 pages, 41 edges (0 dangling)" in proc.stdout
+    assert "+[Scanned] 13 pages, 38 edges (0 dangling)" in proc.stdout
     before = doc.read_text(encoding="utf-8")
     assert _run(str(doc)).returncode == 0
     after = doc.read_text(encoding="utf-8")
-    assert after != before and "[Scanned] 13 pages, 41 edges (0 dangling)" in after
+    assert after != before and "[Scanned] 13 pages, 38 edges (0 dangling)" in after
     # the timing differs from any real run, but only timings: the doc's text is kept
     assert "checked in 9.99 s" in after
     assert after.endswith("```\nafter\n")

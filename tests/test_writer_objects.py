@@ -1,11 +1,17 @@
 """The offline writer names the tables and figures of the paper section a wiki section is
-written from ("**Table 2** (p. 8): “caption”"), quoting captions as the paper prints them."""
+written from ("p. 8, **Table 2**: “caption”"), quoting captions as the paper prints them, and
+a table's key rows under its caption."""
 
 from __future__ import annotations
 
 import datetime
 
-from episteme.compile.objects import caption_sentence, objects_paragraph, section_objects
+from episteme.compile.objects import (
+    caption_sentence,
+    caption_text,
+    objects_paragraph,
+    section_objects,
+)
 from ingested_wiki import wiki_settings
 
 ATTENTION = "attention_1706.03762v5.pdf"
@@ -22,11 +28,19 @@ def test_caption_sentence_drops_the_label_and_keeps_the_first_sentence():
     assert len(caption_sentence(long)) <= 240 and caption_sentence(long).endswith("…")
 
 
+def test_caption_text_keeps_whole_short_captions_and_cuts_long_ones_at_a_sentence():
+    cap = ("Table 1: Parzen window-based log-likelihood estimates. The reported numbers on MNIST "
+           "are the mean log-likelihood of samples on test set.")
+    assert caption_text(cap) == cap.split(": ", 1)[1]  # both sentences: the second says what the numbers are
+    long = "Table 4: First sentence here is short. " + "Second sentence is long " * 20 + "end."
+    assert caption_text(long) == "First sentence here is short."
+
+
 def test_objects_paragraph_lists_and_counts():
     objs = [{"label": f"Figure {i}", "page": i, "caption": f"Figure {i}: Shows thing {i}."}
             for i in range(1, 7)]
     text = objects_paragraph(objs, limit=4)
-    assert text.count("\n- **Figure") == 4 and "**Figure 4** (p. 4): “Shows thing 4.”" in text
+    assert text.count("\n- p. ") == 4 and "- p. 4, **Figure 4**: “Shows thing 4.”" in text
     assert text.endswith("- and 2 more in this section of the paper")
     assert objects_paragraph([]) == ""
     assert section_objects([{"section": "6.1 Machine Translation"}, {"section": "6 Results"}],
@@ -48,14 +62,14 @@ def test_extractive_plan_quotes_the_sections_tables_and_figures(ingested_wiki, e
     owner = next(sid for sid, s in sections.items()
                  if f"{s['number'] or ''} {s['title']}".strip() == t2["section"])
     body = by_section[owner].body
-    assert f"**Table 2** (p. {t2['page']}): “The Transformer achieves better BLEU scores" in body
+    assert f"p. {t2['page']}, **Table 2**: “The Transformer achieves better BLEU scores" in body
     mentioned = 0
     for d in plan.decisions:
         for line in d.body.splitlines():
-            if not line.startswith("- **") or "): “" not in line:
+            if not line.startswith("- p. ") or "**: “" not in line:
                 continue
-            label = line[4:line.index("**", 4)]
-            quote = line.split("): “", 1)[1].rstrip("”").rstrip("…")
+            label = line[line.index("**") + 2:line.index("**: “")]
+            quote = line.split("**: “", 1)[1].rstrip("”").rstrip("…")
             # the quote is the stored caption's own text: it traces to the object's passage
             assert quote in " ".join(objects[label]["caption"].split()), (label, quote)
             mentioned += 1

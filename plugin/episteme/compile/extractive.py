@@ -7,6 +7,15 @@ writer decides is *which* sentences and *where* they go:
 * **Key sentences** — a section's candidate sentences (clean, self-contained prose; no captions,
   formulas or table rows) are embedded and ranked by centrality: cosine similarity to the mean
   of the section's sentence vectors, i.e. the sentences most representative of the section.
+* **Roles** — beside them, each written section quotes the definitions of its key terms and
+  its results and key numbers (:func:`choose_sentences`, :mod:`episteme.compile.roles`: found
+  from the sentences' form, within a word budget), and its tables' key rows under their
+  captions (:mod:`episteme.compile.objects`).
+* **The paper's own experiments** — a section about the paper's results, experimental setup
+  or data (by its heading, its parent heading or its content) becomes a page under the
+  paper's page, ``papers/<paper>-<section>.md`` (``type: result | setup | dataset``,
+  ``paper: papers/<paper>.md``), listed in the paper page's "Experiments and results"; such
+  pages take no merges from other papers.
 * **Pages** — one summary page per paper (``papers/<slug>.md``, ``type: paper``: the abstract's
   key sentences, the paper's most central sentences, its generic sections such as Introduction
   and Conclusion, and a list of its topics); every other section becomes a topic page
@@ -49,8 +58,11 @@ from .writer import (
     page_type_of,
 )
 
-EXTRA_DEFINITIONS = 1  # per topic section, beyond the central sentences
-EXTRA_NUMBERS = 2  # sentences stating a quantity (a result, a size), beyond the central ones
+EXTRA_DEFINITIONS = 2  # definitions of the section's key terms, beyond the central sentences
+EXTRA_NUMBERS = 3  # results and key numbers, beyond the central sentences
+EXTRA_BUDGET = 110  # words of definitions and numbers per written section (a readable length)
+TABLE_ROWS = 3  # key rows quoted per table
+FILL_SENTENCES = 2  # central sentences beyond TOPIC_SENTENCES when the budget has room
 MERGE_SIMILARITY = 0.6  # cosine (MiniLM) of key texts above which a topic joins an existing one
 RELATED_SIMILARITY = 0.5  # cosine above which two topics link to each other
 TOPIC_SENTENCES = 3
@@ -178,42 +190,119 @@ def rank_sentences(sections: list[PaperSection], embedder) -> dict[str, SectionK
     return keys
 
 
-_DEFINITION_RE = re.compile(
-    r"\b(we (call|define|refer to|denote)|is defined as|are defined as|refers? to|is called|are called|"
-    r"(is|are) (a|an) (\w+ ){0,3}(that|which|where|of|for|to))\b", re.IGNORECASE)
+@dataclass
+class Chosen:
+    """The sentences a written section quotes, by role, each list in document order."""
+
+    central: list[str]
+    definitions: list[str] = field(default_factory=list)
+    numbers: list[str] = field(default_factory=list)
+
+    def all(self) -> list[str]:
+        return self.central + self.definitions + self.numbers
 
 
-def key_facts(keys: SectionKeys, chosen: list[str]) -> list[str]:
-    """Sentences a reader looks the topic up for, beyond its most central ones: the section's
-    first definition and its most central sentences that state a quantity (a result, a size,
-    a setting), in document order.  Quoted as they stand, like every sentence here."""
-    from ..query.answer_offline import has_quantity
+def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set[str], *,
+                     central: int = TOPIC_SENTENCES, definitions: int = EXTRA_DEFINITIONS,
+                     numbers: int = EXTRA_NUMBERS, budget: int = EXTRA_BUDGET) -> Chosen:
+    """A section's sentences by role (:mod:`episteme.compile.roles`): its most central ones,
+    the definitions of its key terms, and its results and key numbers (sentences reporting an
+    outcome or a quantity; result numbers are those printed in the paper's tables or abstract).
+    The central sentences always; the others in turns (definition, number, definition, ...)
+    while their words stay within ``budget``; among numbers, outcome sentences first, then
+    those with more of the paper's result numbers; budget still left goes to the next most
+    central sentences (at most :data:`FILL_SENTENCES`).  Why turns: a short budget must still hold
+    a definition, and a section of many numbers must not quote only numbers."""
+    from .roles import is_definition, is_result, number_key, quantities
 
-    rest = [i for i, sent in enumerate(keys.sentences) if sent not in chosen]
-    defs = [i for i in rest if _DEFINITION_RE.search(keys.sentences[i])][:EXTRA_DEFINITIONS]
-    nums = sorted((i for i in rest if i not in defs and has_quantity(keys.sentences[i])),
-                  key=lambda i: (-round(keys.scores[i], 6), i))[:EXTRA_NUMBERS]
-    return [keys.sentences[i] for i in sorted(defs + nums)]
+    n = len(keys.sentences)
+    by_score = sorted(range(n), key=lambda i: (-round(keys.scores[i], 6), i))
+    cent = by_score[:central]
+    rest = [i for i in by_score if i not in cent]
+    defs = [i for i in rest if is_definition(keys.sentences[i], key_words)][:definitions]
+
+    def num_rank(i: int) -> tuple:
+        q = {number_key(x) for x in quantities(keys.sentences[i])}
+        return (not is_result(keys.sentences[i]), -min(2, len(q & result_numbers)), by_score.index(i))
+
+    nums = sorted((i for i in rest if i not in defs and (quantities(keys.sentences[i])
+                                                        or is_result(keys.sentences[i]))),
+                  key=num_rank)[:numbers]
+    turns: list[tuple[str, int]] = []
+    for j in range(max(len(defs), len(nums))):
+        turns += [(role, lst[j]) for role, lst in (("d", defs), ("n", nums)) if j < len(lst)]
+    picked: dict[str, list[int]] = {"c": list(cent), "d": [], "n": []}
+    words = 0
+    for role, i in turns:
+        w = len(keys.sentences[i].split())
+        if words + w > budget:
+            continue
+        picked[role].append(i)
+        words += w
+    # budget left: the next most central sentences (up to FILL_SENTENCES), with the central ones
+    for i in rest:
+        if len(picked["c"]) >= len(cent) + FILL_SENTENCES:
+            break
+        if i in picked["d"] or i in picked["n"]:
+            continue
+        w = len(keys.sentences[i].split())
+        if words + w <= budget:
+            picked["c"].append(i)
+            words += w
+    return Chosen(*[[keys.sentences[i] for i in sorted(picked[r])] for r in ("c", "d", "n")])
 
 
-_COMPARISON_TITLE = re.compile(r"\b(vs\.?|versus|comparisons?|compared)\b", re.IGNORECASE)
-_ENTITY_TITLE = re.compile(r"\b(datasets?|corpus|corpora|benchmarks?|data)\b", re.IGNORECASE)
-_METHOD_TITLE = re.compile(
-    r"\b(algorithms?|procedure|training|optimi[sz]ation|pipeline|framework|method|methods|"
-    r"implementation|architecture|objective|loss)\b", re.IGNORECASE)
+def key_facts(keys: SectionKeys, chosen: list[str], key_words: set[str] | None = None,
+              result_numbers: set[str] | None = None) -> list[str]:
+    """The definitions and key numbers :func:`choose_sentences` adds beyond ``chosen`` (the
+    central sentences), in document order."""
+    c = choose_sentences(keys, key_words or set(), result_numbers or set())
+    return [x for x in keys.sentences if x in c.definitions + c.numbers and x not in chosen]
 
 
-def page_type_for(title: str) -> str:
-    """A topic page's ``type`` from what its section is about (SCHEMA.md's values): a
-    comparison, an entity (a dataset, corpus or benchmark), a method (an algorithm, a training
-    procedure, an architecture), else a concept."""
-    if _COMPARISON_TITLE.search(title):
-        return "comparison"
-    if _ENTITY_TITLE.search(title):
-        return "entity"
-    if _METHOD_TITLE.search(title):
-        return "method"
-    return "concept"
+def page_type_for(title: str, sentences: list[str] | None = None) -> str:
+    """A topic page's ``type`` from its heading and sentences (:func:`roles.topic_type`)."""
+    from .roles import topic_type
+
+    return topic_type(title, sentences or [])
+
+
+_ROLE_LABEL = {"result": "results", "setup": "experimental setup", "dataset": "data"}
+#: a wiki whose SCHEMA.md predates these page types gets the nearest older type instead
+_FALLBACK_TYPE = {"result": "note", "setup": "note", "dataset": "entity"}
+
+
+def _allowed_types(wiki) -> set[str]:
+    """The page types the wiki's ``SCHEMA.md`` allows (every known type when it lists none)."""
+    from ..wiki.schema import PAGE_TYPES, load_schema
+
+    values = (load_schema(wiki).fields.get("type") or {}).get("values")
+    return {str(v) for v in values} if isinstance(values, list) and values else set(PAGE_TYPES)
+
+
+def _field_defined(wiki, name: str) -> bool:
+    """Whether a frontmatter field may be written without a lint warning: the wiki's schema
+    defines it, or defines no fields at all."""
+    from ..wiki.schema import load_schema
+
+    fields = load_schema(wiki).fields
+    return not fields or name in fields
+
+
+def _facts_paragraph(c: Chosen) -> str:
+    out = ""
+    if c.definitions:
+        out += f"\n\nDefinitions:\n\n{_quotes(c.definitions)}"
+    if c.numbers:
+        out += f"\n\nResults and key numbers:\n\n{_quotes(c.numbers)}"
+    return out
+
+
+def _rows_for(prose_numbers: set[str], names: set[str]):
+    """The key-row chooser :func:`objects.objects_paragraph` calls per table."""
+    from .roles import key_rows
+
+    return lambda text: key_rows(text, prose_numbers, names, TABLE_ROWS)
 
 
 # ----------------------------------------------------------------------------- keyphrases
@@ -255,6 +344,28 @@ def keyphrases(text: str, n: int = 3) -> list[str]:
 def clean_title(title: str) -> str:
     t = " ".join(title.replace("“", '"').replace("”", '"').split()).strip(" .:;#")
     return t[:120].rstrip() or "Untitled"
+
+
+#: Generic titles that frame the paper (why, what came before, what it concludes): they stay on
+#: the paper's page whatever their content; the other generic titles (results, experiments,
+#: setup, ...) are the paper's own experiments and get pages under the paper's page.
+FRAMING_TITLES = frozenset({
+    "abstract", "introduction", "background", "related work", "prior work", "previous work",
+    "conclusion", "conclusions", "discussion", "future work", "limitations", "acknowledgements",
+    "acknowledgments", "appendix", "supplementary material", "conclusion and future work",
+    "conclusions and future work", "discussion and conclusion", "motivation", "preliminaries",
+    "overview", "summary", "method", "methods", "methodology", "approach", "model", "our approach",
+    "proposed method", "training",
+})
+
+
+def _title_key(title: str) -> str:
+    return " ".join(re.sub(r"[^a-z ]+", " ", title.lower()).split())
+
+
+def is_framing(section: PaperSection) -> bool:
+    """The abstract and the sections that frame the paper (:data:`FRAMING_TITLES`)."""
+    return section.kind == "abstract" or _title_key(section.title) in FRAMING_TITLES
 
 
 def is_generic(section: PaperSection) -> bool:
@@ -324,7 +435,8 @@ class _Topic:
     sentences: list[str]
     tags: list[str]
     vector: Any
-    facts: list[str] = field(default_factory=list)  # definitions and key numbers (key_facts)
+    facts: list[str] = field(default_factory=list)  # definitions and key numbers (choose_sentences)
+    role: str = ""  # "result" | "setup" | "dataset" for a page under the paper's page
     target: dict | None = None  # the existing section it merges into
     page: str = ""
     related: list[tuple[str, str]] = field(default_factory=list)  # (page, label)
@@ -367,17 +479,43 @@ def plan_extractive(
     paper_link = wikilink(paper_page, paper_label)
 
     # -- topics and their related wiki sections ------------------------------------------------
+    from .keyterms import TermSpace
+    from .objects import objects_paragraph, paper_objects, section_objects
+    from .roles import key_words_of, number_key, number_keys, own_names, paper_role, quantities
+
+    objects = paper_objects(settings, paper_id)
+    space = TermSpace({s.id: s.text for s in writable})
+    abstract_text = " ".join(s.text for s in writable if s.kind == "abstract")
+    # the paper's result numbers: printed in its tables or stated in its abstract
+    result_numbers = {number_key(q) for o in objects if o["kind"] == "table" for q in quantities(o["text"])}
+    result_numbers |= {number_key(q) for q in quantities(abstract_text)}
+    prose_numbers = {k for s in writable for q in quantities(s.text) for k in number_keys(q)}
+    names = own_names(info.title, abstract_text)
+    titles_by_number = {s.number: clean_title(s.title) for s in info.sections if s.number}
+
+    def parents_of(s: PaperSection) -> list[str]:
+        parts = (s.number or "").split(".")
+        return [titles_by_number[".".join(parts[:i])] for i in range(1, len(parts))
+                if ".".join(parts[:i]) in titles_by_number]
+
     topics: list[_Topic] = []
+    children: list[_Topic] = []  # the paper's own results, setup, datasets: pages under its page
     generic: list[PaperSection] = []
+    picks: dict[str, Chosen] = {}
     for s in writable:
-        if is_generic(s):
+        title = clean_title(s.title)
+        key = space.key_terms(s.id, 20)
+        picks[s.id] = choose_sentences(keys[s.id], key_words_of(title, key), result_numbers,
+                                        central=GENERIC_SENTENCES if is_framing(s) else TOPIC_SENTENCES)
+        role = None if is_framing(s) else paper_role(title, parents_of(s), keys[s.id].sentences)
+        if role is None and is_generic(s):
             generic.append(s)
             continue
-        title = clean_title(s.title)
-        sents = keys[s.id].top(TOPIC_SENTENCES)
+        c = picks[s.id]
         tags = keyphrases(f"{title}. " * 3 + s.text, 3)  # the title counts: short sections still get tags
-        topics.append(_Topic(s, title, slugify(title, max_len=60), sents, tags, None,
-                             key_facts(keys[s.id], sents)))
+        t = _Topic(s, title, slugify(title, max_len=60), c.central, tags, None, c.definitions + c.numbers)
+        t.role = role or ""
+        (children if role else topics).append(t)
     qvecs = _embed_norm(embedder, [f"{t.title}. {' '.join(t.sentences)}" for t in topics])
     for t, v in zip(topics, qvecs, strict=True):
         t.vector = v
@@ -508,9 +646,15 @@ def plan_extractive(
     for s in generic:
         if s is abstract:
             continue
-        sents = keys[s.id].top(GENERIC_SENTENCES)
-        body = f"From {s.label} ({s.pages_label}):\n\n{_quotes(sents)}"
-        paper_decision(clean_title(s.title), f"{paper_label}, {clean_title(s.title).lower()}: {sents[0]}", body, s.id)
+        c = picks[s.id]
+        body = f"From {s.label} ({s.pages_label}):\n\n{_quotes(c.central)}"
+        body += _facts_paragraph(c)
+        floats = objects_paragraph(section_objects(objects, s.number, s.title),
+                                   rows=_rows_for(prose_numbers, names))
+        if floats:
+            body += f"\n\n{floats}"
+        paper_decision(clean_title(s.title), f"{paper_label}, {clean_title(s.title).lower()}: {c.central[0]}",
+                       body, s.id)
 
     if topics:
         seen: list[str] = []
@@ -521,19 +665,52 @@ def plan_extractive(
             seen.append(t.page)
             label = t.target["title"] if t.target else t.title
             items.append(f"- {wikilink(t.page, label)} ({t.section.label})")
-        names = ", ".join(t.title for t in topics[:6]) + (", …" if len(topics) > 6 else "")
-        paper_decision("Topics", f"{paper_label}: wiki topics compiled from the paper: {names}", "\n".join(items), None)
+        names_ = ", ".join(t.title for t in topics[:6]) + (", …" if len(topics) > 6 else "")
+        paper_decision("Topics", f"{paper_label}: wiki topics compiled from the paper: {names_}", "\n".join(items), None)
+
+    # -- the paper's own results, setup and datasets: pages under the paper's page -------------
+    allowed = _allowed_types(wiki)
+    child_fields = {"paper": paper_page} if _field_defined(wiki, "paper") else {}
+    stem = paper_page[len(PAPERS_FOLDER) + 1:-3]
+    child_pages: dict[str, Decision] = {}
+    for t in children:
+        t.page = f"{PAPERS_FOLDER}/{slugify(f'{stem} {t.title}', max_len=80)}.md"
+    if children:
+        items = [f"- {wikilink(t.page, t.title)} ({t.section.label}; {_ROLE_LABEL[t.role]})"
+                 for k, t in enumerate(children) if t.page not in [u.page for u in children[:k]]]
+        paper_decision("Experiments and results",
+                       f"{paper_label}: its own results, experimental setup and data, one page each: "
+                       + ", ".join(dict.fromkeys(t.title for t in children[:6]))
+                       + (", …" if len(children) > 6 else ""), "\n".join(items), None)
+    for t in children:
+        para = f"From {paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{_quotes(t.sentences)}"
+        para += _facts_paragraph(picks[t.section.id])
+        floats = objects_paragraph(section_objects(objects, t.section.number, t.section.title),
+                                   rows=_rows_for(prose_numbers, names))
+        if floats:
+            para += f"\n\n{floats}"
+        if t.page in child_pages:  # two sections of one name (a dataset in two experiments)
+            child_pages[t.page].body += "\n\n" + para
+            continue
+        ptype = t.role if t.role in allowed else _FALLBACK_TYPE[t.role]
+        d = Decision(
+            action="create", page=t.page, title=t.title,
+            description=_one_line(f"{paper_label}, {t.title}: {t.sentences[0]}"), body=para,
+            sources=[paper_id], tags=t.tags, page_title=f"{t.title} ({paper_label})", page_type=ptype,
+            page_fields=dict(child_fields), paper_section=t.section.id,
+            reason=f"the paper's own {_ROLE_LABEL[t.role]}: a page under {paper_page}",
+        )
+        child_pages[t.page] = d
+        plan.decisions.append(d)
 
     # -- topic sections ------------------------------------------------------------------------
     updates: dict[str, Decision] = {}
-    from .objects import objects_paragraph, paper_objects, section_objects
-
-    objects = paper_objects(settings, paper_id)
+    created: dict[str, Decision] = {}
     for t in topics:
         para = f"From {paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{_quotes(t.sentences)}"
-        if t.facts:
-            para += f"\n\nDefinitions and key numbers:\n\n{_quotes(t.facts)}"
-        floats = objects_paragraph(section_objects(objects, t.section.number, t.section.title))
+        para += _facts_paragraph(picks[t.section.id])
+        floats = objects_paragraph(section_objects(objects, t.section.number, t.section.title),
+                                   rows=_rows_for(prose_numbers, names))
         if floats:
             para += f"\n\n{floats}"
         if t.related:
@@ -552,12 +729,17 @@ def plan_extractive(
             )
             updates[tid] = d
             plan.decisions.append(d)
+        elif t.page in created:  # a second section of the same name in this paper: one section
+            created[t.page].body += "\n\n" + para
         else:
-            plan.decisions.append(Decision(
+            d = Decision(
                 action="create", page=t.page, title=t.title,
                 description=_one_line(f"{t.title}: {t.sentences[0]}"), body=para,
-                sources=[paper_id], tags=t.tags, page_title=t.title, page_type=page_type_for(t.title),
+                sources=[paper_id], tags=t.tags, page_title=t.title,
+                page_type=page_type_for(t.title, keys[t.section.id].sentences),
                 paper_section=t.section.id,
                 reason="new topic" + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),
-            ))
+            )
+            created[t.page] = d
+            plan.decisions.append(d)
     return plan

@@ -79,8 +79,8 @@ from .sections import (
     section_number,
     split_frontmatter,
 )
+from .schema import PAGE_TYPES  # the one list of page types
 
-PAGE_TYPES = ("paper", "concept", "method", "entity", "comparison", "synthesis", "note")
 DEFAULT_PAGE_TYPE = "concept"
 MAX_TITLE_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1000

@@ -25,6 +25,10 @@ from collections import namedtuple
 from typing import Any
 
 TIERS = ("active", "archived", "frozen")
+#: page ``type`` values episteme writes (the starter SCHEMA.md lists the same): ``result``,
+#: ``setup`` and ``dataset`` are pages about one paper's own experiments, under its page
+PAGE_TYPES = ("paper", "concept", "method", "entity", "comparison", "synthesis", "note",
+              "result", "setup", "dataset")
 SCHEMA_FILE = "SCHEMA.md"
 
 _YAML_BLOCK = re.compile(r"^ {0,3}(```|~~~)[ \t]*ya?ml[ \t]*\r?\n(.*?)^ {0,3}\1[ \t]*\r?$", re.M | re.S)
