@@ -82,10 +82,13 @@ def _real_base() -> Path:
 
 
 def build(args) -> None:
+    """Grow the library to 300 papers in batches (``ingest_batch``, ``--jobs`` split workers, the
+    extractive writer after each commit, as ``episteme ingest DIR --write --jobs N`` runs),
+    one batch per snapshot level so each ``level-N/`` holds exactly N papers.  Resumable: a
+    paper stored and written is skipped; one stored but not written is written on the re-run."""
     from episteme.compile.writer import write_paper
-    from episteme.ingest.pipeline import ingest_paper
+    from episteme.ingest.batch import ingest_batch
     from episteme.stores.embedding import get_embedder
-    from tqdm import tqdm
 
     wiki = ROOT / "wiki"
     state_path = ROOT / "state.json"
@@ -93,36 +96,50 @@ def build(args) -> None:
         shutil.rmtree(ROOT, ignore_errors=True)
         ROOT.mkdir(parents=True)
         shutil.copytree(_real_base(), wiki, ignore=shutil.ignore_patterns("*.lock", "tmp"))
-        state = {"done": [], "written": [], "seconds": {}}
+        state = {"done": [], "written": [], "seconds": {}, "batches": []}
         state_path.write_text(json.dumps(state), encoding="utf-8")
     state = json.loads(state_path.read_text(encoding="utf-8"))
+    state.setdefault("batches", [])
     settings = _settings(wiki)
     emb = get_embedder(settings)
     top = max(LEVELS)
     filler = growth_corpus.corpus(top - 10, max_pages=args.filler_pages)
     _snapshot(10)
-    bar = tqdm(filler, desc="growing", unit="paper", file=sys.stderr, initial=len(state["done"]))
-    for i, pdf in enumerate(filler):
-        if pdf.name in state["done"]:
-            continue
-        n = 10 + i + 1
-        write = n <= args.write_until or (args.write_every > 0 and (n - args.write_until) % args.write_every == 0)
-        t = time.perf_counter()
-        res = ingest_paper(settings, pdf, progress=False, embedder=emb)
-        t_ing = time.perf_counter() - t
-        t_w = 0.0
-        if write:
-            t = time.perf_counter()
-            write_paper(settings, res["paper"], writer="extractive", embedder=emb, today=TODAY)
-            t_w = time.perf_counter() - t
-            state["written"].append(pdf.name)
-        state["done"].append(pdf.name)
-        state["seconds"][pdf.name] = [round(t_ing, 3), round(t_w, 3), res.get("passages")]
-        state_path.write_text(json.dumps(state), encoding="utf-8")
-        bar.update(1)
-        if n in SNAPSHOTS:
-            _snapshot(n)
-    bar.close()
+    bounds = [n for n in SNAPSHOTS if n > 10]
+    lo = 10
+    for hi in bounds:
+        chunk = filler[lo - 10:hi - 10]
+        lo = hi
+        todo = [p for p in chunk if p.stem not in state["done"] and p.name not in state["done"]]
+        if todo:
+            def after(row: dict) -> dict:
+                n = 10 + len(state["done"]) + 1
+                write = n <= args.write_until or (
+                    args.write_every > 0 and (n - args.write_until) % args.write_every == 0)
+                t, c = time.perf_counter(), time.process_time()
+                out = {}
+                if write:
+                    out = write_paper(settings, row["paper"], writer="extractive", embedder=emb,
+                                      today=TODAY)
+                name = row["paper"]
+                state["seconds"][name] = [row.get("seconds"), round(time.perf_counter() - t, 3),
+                                          round(time.process_time() - c, 3), row.get("passages")]
+                state["done"].append(name)
+                if write:
+                    state["written"].append(name)
+                state_path.write_text(json.dumps(state), encoding="utf-8")
+                return {"write_status": out.get("write_status", "written" if write else "stored")}
+
+            t, c = time.perf_counter(), time.process_time()
+            res = ingest_batch(settings, [], files=todo, jobs=args.jobs, progress=True,
+                               embedder=emb, after_commit=after)
+            state["batches"].append({"to": hi, "files": len(todo), "wall": round(time.perf_counter() - t, 1),
+                                     "cpu_parent": round(time.process_time() - c, 1),
+                                     "load": os.getloadavg(), "failed": res["failed"]})
+            state_path.write_text(json.dumps(state), encoding="utf-8")
+            if res["failed"]:
+                raise SystemExit(f"batch to {hi} had failures: {res['failed'][:3]}")
+        _snapshot(hi)
 
 
 def _snapshot(n: int) -> None:
@@ -399,7 +416,8 @@ def main() -> int:
     b = sub.add_parser("build")
     b.add_argument("--filler-pages", type=int, default=5)
     b.add_argument("--write-every", type=int, default=0, help="beyond --write-until, write every Nth (0: none)")
-    b.add_argument("--write-until", type=int, default=60, help="write every paper up to this many")
+    b.add_argument("--write-until", type=int, default=300, help="write every paper up to this many")
+    b.add_argument("--jobs", type=int, default=2, help="split worker processes of each batch")
     m = sub.add_parser("measure")
     m.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-growth.md")
     m.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))

@@ -633,14 +633,15 @@ def _clean_temps(settings, keep: set[str]) -> list[str]:
 def _raw_passages(settings):
     """The passage collection without binding it to a model (recovery must work whatever the
     configured embedder is); ``None`` when it does not exist."""
-    from ..stores.vectors import PASSAGES, make_client
+    from ..stores.vectors import PASSAGES, make_client, physical_name
 
-    return _raw_collection(make_client(settings), PASSAGES)
+    client = make_client(settings)
+    return _raw_collection(client, physical_name(settings, PASSAGES, client))
 
 
 def _set_paper_vectors(settings, paper_id: str, staged: dict | None, model: str | None) -> None:
     """Make the passage collection hold exactly ``staged`` for ``paper_id``."""
-    from ..stores.vectors import PASSAGES, _add_batches, make_client, mark_written
+    from ..stores.vectors import PASSAGES, _add_batches, make_client, mark_written, physical_name
 
     col = _raw_passages(settings)
     ids = list((staged or {}).get("ids") or [])
@@ -649,7 +650,7 @@ def _set_paper_vectors(settings, paper_id: str, staged: dict | None, model: str 
             return
         dim = int(staged["embeddings"].shape[1])
         col = make_client(settings).get_or_create_collection(
-            PASSAGES, configuration={"hnsw": {"space": "cosine"}},
+            physical_name(settings, PASSAGES), configuration={"hnsw": {"space": "cosine"}},
             metadata={"embedding_model": model, "dim": dim}, embedding_function=None)
     col.delete(where={"paper": paper_id})
     if ids:
@@ -921,7 +922,8 @@ def _fresh_vectors(settings, embedder) -> tuple[object, bool, str | None]:
     emptied (a truncated or corrupt ``chroma.sqlite3``), the embedded store folder is moved
     aside (``chroma.broken-<time>``) and a new one created.  Returns (vectors, wiki sections
     dropped, where the broken store went)."""
-    from ..stores.vectors import PASSAGES, WIKI_SECTIONS, forget_clients, make_client, open_vectors
+    from ..stores.vectors import (PASSAGES, WIKI_SECTIONS, forget_clients, make_client,
+                                  open_vectors, physical_name)
 
     def attempt():
         client = make_client(settings)
@@ -929,7 +931,7 @@ def _fresh_vectors(settings, embedder) -> tuple[object, bool, str | None]:
         vectors.drop(PASSAGES)
         vectors.count(PASSAGES)  # reads the store: fails here if it is damaged
         dropped = False
-        col = _raw_collection(client, WIKI_SECTIONS)
+        col = _raw_collection(client, physical_name(settings, WIKI_SECTIONS, client))
         if col is not None and (col.metadata or {}).get("embedding_model") != embedder.name:
             vectors.drop(WIKI_SECTIONS)  # other model: useless, re-embedded by the wiki indexer
             dropped = True
