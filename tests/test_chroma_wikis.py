@@ -15,11 +15,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 from episteme.ingest.pipeline import ingest_paper, rebuild, remove_paper
-from episteme.stores.vectors import (PASSAGES, forget_clients, make_client, open_vectors,
-                                     scope_where, wiki_id)
+from episteme.stores.vectors import (
+    PASSAGES,
+    forget_clients,
+    make_client,
+    open_vectors,
+    scope_where,
+    wiki_id,
+)
 from ingested_wiki import wiki_settings
 from pdfgen import make_paper_pdf, varied_paper
-from test_chroma_server import chroma_server  # noqa: F401 - the module's real server fixture
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -44,9 +49,12 @@ def _lint_stores(wiki: Path, host: str, port: int) -> dict:
     return report
 
 
-def test_two_wikis_share_one_server_without_seeing_each_other(chroma_server, tmp_path,
-                                                                embedder):
-    host, port = chroma_server
+def test_two_wikis_share_one_server_without_seeing_each_other(tmp_path, embedder):
+    with _server(tmp_path / "server") as (host, port):
+        _two_wikis(tmp_path, embedder, host, port)
+
+
+def _two_wikis(tmp_path: Path, embedder, host: str, port: int) -> None:
     lib = tmp_path / "pdfs"
     (lib / "a").mkdir(parents=True)
     (lib / "b").mkdir(parents=True)
