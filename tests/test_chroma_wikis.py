@@ -94,6 +94,16 @@ def _two_wikis(tmp_path: Path, embedder, host: str, port: int) -> None:
     assert not rb["failed"] and rb["passages"] == out_a["passages"]
     assert wiki_id(wa) == ida  # the id is in the wiki folder, not in the rebuilt SQLite
     assert open_vectors(wb, embedder).count() == out_b["passages"]
+    # the wiki-section index (the writer's related-section search) is per wiki too
+    from episteme.compile.writer import write_paper
+    from episteme.query.wikisearch import WikiSectionIndex
+
+    write_paper(wa, "paper.pdf", writer="extractive", embedder=embedder)
+    with WikiSectionIndex(wa, embedder) as index:
+        index.refresh()
+    names = _collection_names(host, port)
+    assert f"wiki_sections_{ida}" in names and "wiki_sections" not in names
+    assert f"wiki_sections_{idb}" not in names  # wb has written nothing
     _lint_stores(tmp_path / "wa", host, port)
     _lint_stores(tmp_path / "wb", host, port)
 
