@@ -158,6 +158,13 @@ def _du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+def _pages(wiki: Path) -> int:
+    """Wiki pages: every ``*.md`` of the wiki (paper pages are under ``papers/``), not raw/ or
+    the derived ``.episteme/``."""
+    return sum(1 for p in wiki.rglob("*.md")
+               if not {".episteme", "raw"} & set(p.relative_to(wiki).parts[:1]))
+
+
 def _run(cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
     """(wall seconds, CPU seconds) of a fresh process (its own and its children's: a rebuild's
     worker processes are waited for, so their time is counted)."""
@@ -275,9 +282,10 @@ def measure_level(n: int, emb, rebuild_max: int, parts=PARTS, rebuild_jobs: int 
 
     with open_store(_settings(wiki)) as st:  # read-write: migrates an older snapshot's schema
         papers = len(st.papers())
+        passages = st.conn.execute("SELECT count(*) FROM passages").fetchone()[0]
     old = ROOT / f"measure-{n}.json"
     out = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else {}
-    out.update({"level": n, "papers": papers, "pages": sum(1 for _ in wiki.glob("*.md")),
+    out.update({"level": n, "papers": papers, "passages": passages, "pages": _pages(wiki),
                 "disk_per_paper_mb": _du(wiki) / papers / 2**20})
     if "probe" in parts:
         print(f"[{n}] probing ingest...", file=sys.stderr)
@@ -345,18 +353,21 @@ def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
     lines += ["", "Wall and CPU seconds (CPU: the process and its worker processes; the figure to "
               "read on a loaded machine).", "",
               "| papers | probe CPU s/paper store / write | lint wall / CPU | graph stats wall / CPU "
-              "| rebuild wall / CPU (--jobs) | rebuild s/paper wall / CPU | load during rebuild |",
-              "|---|---|---|---|---|---|---|"]
+              "| rebuild wall / CPU (--jobs) | rebuild s/paper wall / CPU | rebuild CPU ms/passage "
+              "| load during rebuild |",
+              "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         rb = (f"{r['rebuild']:.0f} s / {r['rebuild_cpu']:.0f} s ({r.get('rebuild_jobs', 1)})"
               if r.get("rebuild_cpu") is not None else "not run")
         per = (f"{r['rebuild'] / r['papers']:.2f} / {r['rebuild_cpu'] / r['papers']:.2f}"
                if r.get("rebuild_cpu") is not None else "not run")
+        pp = (f"{1000 * r['rebuild_cpu'] / r['passages']:.0f} ({r['passages']} passages)"
+              if r.get("rebuild_cpu") is not None and r.get("passages") else "not run")
         rl = (" → ".join(f"{x:.1f}" for x in r["rebuild_load"]) if r.get("rebuild_load")
               else "")
         lines.append(f"| {r['papers']} | {r['store_cpu']:.2f} / {r['write_cpu']:.2f} "
                      f"| {_f(r, 'lint')} / {_f(r, 'lint_cpu')} "
-                     f"| {_f(r, 'graph_stats')} / {_f(r, 'graph_stats_cpu')} | {rb} | {per} | {rl} |")
+                     f"| {_f(r, 'graph_stats')} / {_f(r, 'graph_stats_cpu')} | {rb} | {per} | {pp} | {rl} |")
     last = rows[-1]
     total = [(r["store"] + r["write"]) for r in rows]
     cpu = [(r["store_cpu"] + r["write_cpu"]) for r in rows]
@@ -393,18 +404,24 @@ def measure(args) -> None:
             print(json.dumps(row), file=sys.stderr)
     rows = sorted((json.loads(p.read_text(encoding="utf-8")) for p in ROOT.glob("measure-*.json")),
                   key=lambda r: r["level"])
+    rows = [r for r in rows if all(k in r for k in ("store", "chat_p50", "lint"))]  # complete
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     load = "; ".join(f"{r['level']} papers at {r['measured_at']}: load {r['load'][0]:.1f}" for r in rows)
     state = json.loads((ROOT / "state.json").read_text(encoding="utf-8"))
+    written = len(state["written"])
     notes = [
         f"- The library: the 10 real dev papers (written by the extractive writer), then "
         f"{len(state['done'])} generated papers (`benchmarks/growth_corpus.py`, capped at "
-        f"{args.filler_pages} pages for the filler), {len(state['written'])} of them also written "
-        f"(every paper up to {args.write_until} papers in the library"
-        + (f", every {args.write_every}th beyond)." if args.write_every else "; the rest stored only)."),
+        f"{args.filler_pages} pages for the filler), "
+        + ("every one of them also written by the extractive writer (ingested in batches, "
+           "`ingest_batch` with 2 split workers and the writer after each commit, one batch per "
+           "snapshot level)." if written == len(state["done"]) else
+           f"{written} of them also written (the rest stored only)."),
         f"- Ingest per paper: the mean over {len(PROBE_SEEDS)} probe papers (generated, "
         f"{', '.join(map(str, rows[0]['probe_pages']))} pages) ingested into a copy of each level's "
         "wiki, in-process with a warm embedder.",
+        "- Chat: the first 24 dev questions, warm offline engine; rebuild: `episteme rebuild "
+        "--jobs N` on a copy of the level's wiki (all its papers from raw/).",
     ]
     text = report(rows, machine, load, notes)
     print(text)
