@@ -383,3 +383,20 @@ def test_shipped_sample_paper_ingests_and_writes_end_to_end(tmp_path):
     assert lint.returncode == 0, lint.stdout[-2000:]
     findings = json.loads(lint.stdout)["findings"]
     assert not [f for f in findings if f.get("severity") in ("error", "warning")], findings
+
+
+def test_a_merge_checks_only_the_text_it_adds(writer_stages, tmp_path, embedder):
+    """The write-time claim check of an update checks the paragraphs the write adds, against
+    the section's sources after the write: the quotes already there (from the other paper) are
+    neither re-checked against the new paper alone (false "contradicted") nor re-verified at
+    every later merge (a cost that grew with the library)."""
+    from episteme.compile.writer import write_paper
+
+    wiki = _copy(writer_stages, "after_attention", tmp_path)
+    settings = load_settings(wiki, env={}, dotenv=None)
+    out = write_paper(settings, BERT, writer="extractive", dry_run=True, embedder=embedder,
+                      today=dt.date.fromisoformat(DATE))
+    merged = {d["page"] for d in out["plan"] if d["action"] == "update"}
+    assert merged
+    # (the new paper's own new sections may have findings of their own: not this test's matter)
+    assert [f for f in out["claim_findings"] if f["file"] in merged and f["rule"] != "claim-located"] == []
