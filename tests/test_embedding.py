@@ -175,3 +175,27 @@ def test_any_sentence_transformers_model_by_path_and_offline_only(embedder):
     assert (1.0 - (got * embedder.encode(TEXTS[:3])).sum(axis=1)).max() <= 1e-4
     with pytest.raises(EpistemeError, match="offline"):
         embedding.load_embedder("no-such-org/no-such-model-xyz")
+
+
+def test_no_spinning_session_gives_the_same_vectors(embedder):
+    """The embedder's session does not busy-wait between operators (a speed setting for shared
+    cores): the vectors are bit-for-bit those of a session with onnxruntime's default spinning
+    and the same thread count."""
+    import onnxruntime as ort
+
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = embedding._threads()
+    opts.inter_op_num_threads = 1
+    opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    spinning = ort.InferenceSession(str(embedding.model_dir() / embedding.ONNX_FILE),
+                                    sess_options=opts, providers=["CPUExecutionProvider"])
+    mine = embedder._session
+    got = embedder.encode(TEXTS)
+    try:
+        embedder._session = spinning
+        want = embedder.encode(TEXTS)
+    finally:
+        embedder._session = mine
+    assert np.array_equal(got, want)
+    assert embedder._session.get_session_options().get_session_config_entry(
+        "session.intra_op.allow_spinning") == "0"

@@ -187,3 +187,18 @@ def test_row_label_in_a_line_laid_table():
     assert verdict("About 7.5 million records were removed as duplicates.", t)["verdict"] == SUPPORTED
     v = verdict("About 7.5 million records were removed because they had no venue.", t)
     assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "value_of_other"
+
+
+def test_negation_compared_by_what_it_governs():
+    """A negation counts against a claim when it governs one of the claim's words ("we apply no
+    *dropout*"), even with no second shared word in its scope; a word outside its head ("SGD")
+    is not denied by it, and a claim denying the same head agrees with it."""
+    from episteme.query.verify import negated_heads
+
+    ev = "Training uses SGD with a mini-batch size of 256 and we apply no dropout, following common practice."
+    assert negated_heads(ev) == {"dropout"}
+    assert negated_heads("We do not use dropout in these models.") == {"dropout"}
+    bad = verdict("The models are trained with dropout.", ev)
+    assert bad["verdict"] == CONTRADICTED and bad["reason"]["code"] == "negation"
+    assert verdict("The models are trained without dropout.", ev)["verdict"] == SUPPORTED
+    assert verdict("The models are trained with SGD.", ev)["verdict"] == SUPPORTED

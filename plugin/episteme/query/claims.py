@@ -528,7 +528,8 @@ class ClaimChecker:
                                                         "text": "no source paper of the section is ingested"}}
                     for _ in claims]
         pool = tr.score_pool(claims, scope)
-        verifier = Verifier(in_scope=lambda name: tr.names_in_scope(name, scope), threshold=SUPPORT_THRESHOLD)
+        verifier = Verifier(in_scope=lambda name: tr.names_in_scope(name, scope), threshold=SUPPORT_THRESHOLD,
+                            grid_of=tr.table_grid)
         out = []
         for ci, c in enumerate(claims):
             cands = pool.candidates(ci, EVIDENCE_K)

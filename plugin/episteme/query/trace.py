@@ -41,6 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EpistemeError, NotFoundError, UsageError
+from .stopwords import STOP  # re-exported: verify and retrieve read it from here
 from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier, numbers_in
 
 # Bounds: the work of one trace is at most MAX_CLAIMS claims of at most MAX_CLAIM_WORDS words.
@@ -89,15 +90,6 @@ SUPPORT_THRESHOLD = 0.68
 
 EXCLUDED_KINDS = ("references",)
 
-_STOP_WORDS = (
-    "a an and are as at be by can do does did for from has have had how in into is it its of on "
-    "or that the their there these this those to was were what when where which who whom why "
-    "with about after also between both each more most other over same such than then they "
-    "them via would could should will may might been being not no so if while because using "
-    "used use uses our we i you he she his her one two any all some only very much many while "
-    "just like thus hence therefore however"
-)
-STOP = frozenset(_STOP_WORDS.split())
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
 
@@ -293,6 +285,8 @@ class Tracer:
         self._db_lock = threading.Lock()
         self._df: dict[str, int] = {}
         self._names: dict[tuple, bool] = {}
+        self._grids: dict[str, object] = {}  # table section id -> its cells placed by x
+        self._table_texts: dict[str, str] = {}  # table section id -> its text
         self._n_passages = 0
         self._papers: dict[str, str] = {}
         self._stacked: dict[tuple, tuple] = {}
@@ -324,6 +318,8 @@ class Tracer:
             self._n_passages = int(self.store.conn.execute("SELECT count(*) FROM passages").fetchone()[0])
             self._df.clear()
             self._stacked.clear()
+            self._grids.clear()  # a re-ingested paper may have other passage ids or pages
+            self._table_texts.clear()
         if not self._papers or not self._n_passages:
             raise EpistemeError(
                 f"no passages in {self.settings.sqlite_path}: ingest papers first "
@@ -509,6 +505,43 @@ class Tracer:
                 out[t] = self._df[t]
         return out
 
+    def table_grid(self, passage: dict, values=None):
+        """The cells of a table passage's table (its whole section: a long table is cut into
+        several passages) placed by where they are printed (:func:`episteme.pdf.tablegrid.
+        table_grid`, reading the paper in raw/ once per page), or None (no PDFium, no file,
+        lines not found); cached per table.  With ``values`` (a claim's numbers) None unless
+        the table states one of them: the page is read only when the grid can matter."""
+        sid = passage.get("section_id") or ""
+        text = self._table_texts.get(sid)
+        if text is None:
+            with self._db_lock:
+                row = self.store.conn.execute(
+                    "SELECT section_text FROM sections WHERE section_id = ?", (sid,)).fetchone()
+            text = row[0] if row else passage.get("text", "")
+            if len(self._table_texts) > 2048:
+                self._table_texts.clear()
+            self._table_texts[sid] = text
+        if values is not None:
+            # read the page only for a table that states one of the claim's values
+            from .verify import number_matches
+
+            nums = numbers_in(text, evidence=True)
+            if not any(number_matches(v, en) for v in values for en in nums):
+                return None
+        if sid in self._grids:
+            return self._grids[sid]
+        from ..pdf.tablegrid import table_grid
+
+        paper = passage.get("paper") or ""
+        pdf = self.settings.wiki / "raw" / paper
+        grid = None
+        if paper and "/" not in paper and "\\" not in paper and passage.get("page"):
+            grid = table_grid(pdf, int(passage["page"]), text)
+        if len(self._grids) > 2048:
+            self._grids.clear()
+        self._grids[sid] = grid
+        return grid
+
     def names_in_scope(self, name: str, papers: list[str] | None) -> bool:
         """Whether any passage of ``papers`` (None = all) names ``name`` — as written, or with
         its punctuation and spaces dropped ("BERT-LARGE" = "BERTLARGE"), whole-word."""
@@ -622,7 +655,7 @@ class Tracer:
         best_score: dict[int, float] = {}
         pos = {pid: j for j, pid in enumerate(pool.ids)}
         verifier = Verifier(in_scope=lambda name: self.names_in_scope(name, scope.papers),
-                            threshold=threshold)
+                            threshold=threshold, grid_of=self.table_grid)
         for ci, (c, cands) in enumerate(zip(claims, ranked, strict=True)):
             support = pool.support(ci)
             v = verifier.verify(c.text, cands, support=support)

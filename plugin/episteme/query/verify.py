@@ -512,6 +512,33 @@ def _negated_terms(text: str, cue_at: int | None, n: int = 2) -> set[str]:
     return set(out)
 
 
+def negated_heads(text: str, n: int = 1) -> set[str]:
+    """The stems a negation of ``text`` governs: for every cue ("not", "no", "without",
+    "n't" ...), the first ``n`` content words after it in its clause ("we do not use dropout in
+    these models" → dropout; "use" is a function word here, "models" lies outside the head).
+    What a sentence denies, to compare with what a claim asserts."""
+    from .trace import STOP, stem
+
+    toks = _tokens(text)
+    norm = unligature(normalize(text))
+    out: set[str] = set()
+    for i, (w, _s, _e) in enumerate(toks):
+        if not (w in _NEG_CUES or w.endswith("n't")):
+            continue
+        got = 0
+        for j in range(i + 1, min(len(toks), i + 8)):
+            if re.search(r"[,;.:]", norm[toks[j - 1][2]:toks[j][1]]) or toks[j][0] in _CLAUSE_BREAK:
+                break
+            t = toks[j][0]
+            if t in STOP or t in _NEG_CUES or len(t) < 3 or t.isdigit():
+                continue
+            out.add(stem(t))
+            got += 1
+            if got >= n:
+                break
+    return out
+
+
 def _denied_stated(claim: str, cue_at: int | None, sentence: str) -> bool:
     """Whether ``sentence`` states what the claim denies: the word the claim negates and at
     least two thirds of the four content words after the negation are all there."""
@@ -581,6 +608,7 @@ class Evidence:
     head: str = ""  # a table chunk's caption and column header (the text of its section before it)
     nums: list[Num] = field(default_factory=list)
     ents: list[Ent] = field(default_factory=list)
+    src: dict = field(default_factory=dict)  # the passage as the tracer gave it
 
 
 _FOOTNOTE_BREAK = re.compile(r"(?<=[a-z)\]]\.)\d{1,2}(?=\s+[A-Z])")
@@ -633,7 +661,9 @@ def _stems(text: str) -> set[str]:
 def _stems_cached(text: str) -> frozenset[str]:
     from .trace import STOP, stem, words
 
+    # negation cues are a sentence's polarity, not its topic ("without" is no content word)
     return frozenset(stem(w) for w in words(unligature(text)) if w not in STOP and not w.isdigit()
+                     and w not in _NEG_CUES
                      and len(w) > 1)
 
 
@@ -660,8 +690,12 @@ class Verifier:
 
     def __init__(self, in_scope: Callable[[str], bool] | None = None,
                  threshold: float | None = None, *, topic_cover: float = TOPIC_COVER,
-                 number_topic_cover: float = NUMBER_TOPIC_COVER):
+                 number_topic_cover: float = NUMBER_TOPIC_COVER,
+                 grid_of: Callable[[dict, list[Num]], object] | None = None):
         self.in_scope = in_scope
+        # (table passage, claim numbers) -> its cells placed by x (pdf.tablegrid.Grid), or None
+        # when that table states none of the numbers
+        self.grid_of = grid_of
         self.threshold = threshold
         self.topic_cover = topic_cover
         self.number_topic_cover = number_topic_cover
@@ -695,7 +729,7 @@ class Verifier:
 
     def _verify(self, claim: str, passages: Sequence[dict], support: float | None) -> dict:
         cands = [Evidence(p["text"], float(p.get("score", 0.0)), p.get("paper"),
-                          head=p.get("table_head") or "") for p in passages]
+                          head=p.get("table_head") or "", src=p) for p in passages]
         cnums = [n for n in numbers_in(claim)]
         if not cands:
             return self._out(UNSUPPORTED, "no_passage", "no passage of the papers in scope is "
@@ -739,8 +773,34 @@ class Verifier:
                                  f"no passage of the papers in scope mentions {e.text}",
                                  best, None, order, cands)
 
-        # 2. numbers
-        missing = [n for k, n in enumerate(cnums) if not found_n[best][k]]
+        # 2. a table read by the cells' printed places: the cell the claim points at
+        # (the first table passage in rank order that states one of the claim's values decides)
+        grid_agrees = ""  # the reason text when a table's cell states the claim
+        # (a long table is cut into passages: its grid is the whole table, so a passage of it
+        # counts even when the value is in another of its chunks)
+        tables, seen = [], set()
+        for i in order:
+            sid = cands[i].src.get("section_id") or i
+            if cands[i].src.get("kind") == "table" and sid not in seen:
+                seen.add(sid)
+                tables.append(i)
+        for i in (tables if self.grid_of is not None and cnums else []):
+            grid = self.grid_of(cands[i].src, cnums)
+            found = grid_check(claim, cnums, grid) if grid is not None else None
+            if found is None:
+                continue
+            if found[0] == "agree":
+                # the claim's row holds its values under its columns: that table is the
+                # evidence, and the text-level number and binding checks are not needed
+                grid_agrees = found[1]
+                order, best, ev = _front(order, i), i, cands[i]
+                break
+            code, text, (ri, ki) = found
+            return self._out(CONTRADICTED, code, text, i, _grid_span(cands[i], grid, ri, ki),
+                             _front(order, i), cands)
+
+        # 3. numbers
+        missing = [] if grid_agrees else [n for k, n in enumerate(cnums) if not found_n[best][k]]
         if missing and sum(found_n[best]) >= 2 and all(
                 _compound(claim, cnums[k]) and any(
                     found_n[i][k] for i in range(len(cands)) if i != best and cands[i].paper == ev.paper)
@@ -777,8 +837,8 @@ class Verifier:
 
         # 4. values bound to another name: a table's columns (one row per line), then rows,
         # columns and parallel order in running text
-        bound = _table_binding(claim, cnums, cents, ev)
-        if bound is None:
+        bound = None if grid_agrees else _table_binding(claim, cnums, cents, ev)
+        if bound is None and not grid_agrees:
             bound = self._binding(claim, cnums, cents, ev)
         if bound is not None:
             code, text, pos = bound
@@ -821,13 +881,20 @@ class Verifier:
         leading = {id(x) for x in close[:2]}
         cn, cpos = negated_near(claim, cterms)
 
+        # the words a negated claim denies (its cue's head: "without *dropout*", "not *tie*")
+        cheads = _negated_terms(claim, cpos, 1) if cn else set()
+
         def neg(x) -> bool:
-            """Negated about the claim's words: two shared words in the cue's scope, or one
-            in one of the two most on-topic sentences."""
+            """Negated about the claim's words: two shared words in the cue's scope; or, in one
+            of the two most on-topic sentences, a claim word heading a negation there ("do not
+            use *dropout*") or a verb of absence next to them."""
             st = cands[x[2]].text[x[3]:x[4]]
             shared = cterms & _stems(st)
-            return negated_near(st, shared, min_hits=NEG_MIN_HITS if id(x) in leading else 2)[0] or \
-                (id(x) in leading and _privative_near(st, shared))
+            if negated_near(st, shared, min_hits=2)[0]:
+                return True
+            if id(x) not in leading:
+                return False
+            return bool(negated_heads(st) & (cheads or cterms)) or _privative_near(st, shared)
 
         if close and not agreed:
             negs = [x for x in close if neg(x)]
@@ -852,6 +919,8 @@ class Verifier:
             return self._out(UNSUPPORTED, "low_support",
                              f"no passage states this claim (best support {sup:.2f} < "
                              f"{self.threshold:.2f})", best, None, order, cands)
+        if grid_agrees:
+            return self._out(SUPPORTED, "match", grid_agrees, best, None, order, cands)
         stated = [n.text for k, n in enumerate(cnums) if found_n[best][k]] + \
                  [e.text for k, e in enumerate(cents) if found_e[best][k]]
         text = ("the passage states " + ", ".join(stated[:6])) if stated else \
@@ -1449,3 +1518,163 @@ def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence)
                                 f"{cf[0]}",
                                 r.cells[min(k1, k2)][0] - shift)
     return None
+
+
+# ------------------------------------------------------------------- tables placed by x-position
+# When the tracer can read the table's page (PDFium), each value cell comes with the header
+# names printed above it and its row's label (``episteme.pdf.tablegrid``): a claim's value is then
+# checked in the cell the claim points at, whatever the text's tabs and spaces say.
+
+_STRICT = re.compile(r"[^0-9a-z+#]")
+
+
+def _strict_tokens(text: str) -> set[str]:
+    """A text's tokens, lower-case, letters, digits, ``+`` and ``#`` kept (``BM25+`` is not
+    ``BM25``), citation markers and brackets left out."""
+    text = _REFS.sub(" ", normalize(unligature(text)))
+    out = set()
+    for tok in re.split(r"[\s,;:()\[\]{}\"]+", text):
+        tok = tok.strip(_STRIP_LEAD + _STRIP_TRAIL)
+        key = _STRICT.sub("", tok.lower())
+        if key:
+            out.add(key)
+    return out
+
+
+def _name_parts(name: str) -> tuple[set[str], set[str]]:
+    """A row label's or header name's distinctive tokens (names by form and tokens with digits,
+    as strict keys: ``BM25+``, ``1&2``, ``.GOV2``) and its plain content stems."""
+    name = _REFS.sub(" ", name)
+    pair = lang_pair(name.strip())
+    if pair:
+        return {"pair:" + "".join(pair)}, set()
+    ents = {_STRICT.sub("", e.text.lower()) for e in entities_in(name)
+            if re.search(r"[A-Za-z]", e.text) and (re.search(r"\d", e.text) or
+                                                   any(c.isupper() for c in e.text[1:]))}
+    ents |= {t for t in _strict_tokens(name) if re.search(r"\d", t)}
+    ents.discard("")
+    return ents, _stems(re.sub(r"\d", " ", name))
+
+
+def _names(name: str, claim_tokens: set[str], claim_stems: set[str]) -> bool:
+    """Whether the claim names ``name``: every distinctive token of it and half its plain words
+    or more (all of them when it has no distinctive token, at least one of three letters)."""
+    ents, stems = _name_parts(name)
+    if ents:
+        return ents <= claim_tokens and 2 * len(stems & claim_stems) >= len(stems)
+    return bool(stems) and stems <= claim_stems and any(len(s) >= 3 for s in stems)
+
+
+def grid_check(claim: str, cnums: list[Num], grid) -> tuple[str, str, tuple[int, int]] | None:
+    """``(code, reason, (row index, cell index))``: ``("agree", "", cell)`` when a row the claim
+    names (any row, when it names none) holds all its values under the columns it names; else
+    when the table contradicts a claim value:
+
+    * ``value_of_other``: the claim's row holds the value under another column than the one the
+      claim names (the columns from the header lines printed above each cell);
+    * ``cell_differs``: the value stands in a row the claim does not name, and the claim's row
+      holds another value in that column;
+    * ``values_split``: the claim's values stand in two different rows (each once), the
+      claim naming neither apart: the row of the one in the leftmost column holds another value.
+    None when the table agrees or cannot tell."""
+    vals = [n for n in cnums if not n.word and n.lo is None]
+    if not vals or grid is None or not grid.rows:
+        return None
+    ctoks = _strict_tokens(claim) | {"pair:" + "".join(p) for e in entities_in(claim)
+                                     if (p := lang_pair(e.text))}
+    cstems = _stems(re.sub(r"\d", " ", claim))
+
+    def has(cell, n: Num) -> bool:
+        return any(number_matches(n, en) for en in numbers_in(cell.text, evidence=True))
+
+    # a row is named by one of its label cells (a label may run over two columns: a gene and
+    # its location, a group and a method)
+    named_rows = {i for i, r in enumerate(grid.rows)
+                  if any(_names(c.text, ctoks, cstems) for c in r.cells[:r.values[0]])}
+    labelled = any(r.label for r in grid.rows)
+    # the header names the claim names; a name's words also found in a row label do not count
+    header_names = {c.text for line in grid.header_lines for c in line} - grid.label_heads
+    named_cols = {h for h in header_names if _names(h, ctoks, cstems)}
+    where = {id(n): [(i, k) for i, r in enumerate(grid.rows) for k in r.values if has(r.cells[k], n)]
+             for n in vals}
+    in_table = [n for n in vals if where[id(n)]]
+    if not in_table:
+        return None
+    rows = grid.rows
+    # a row holding all the claim's values (named, or no row named at all): the table agrees
+    # unless the claim names another column for one of them
+    first_bad = None
+    for i, r in enumerate(rows):
+        if (i in named_rows or not labelled) and all(any(j == i for j, _k in where[id(n)])
+                                                       for n in in_table):
+            # a named column holding another of the claim's values in this row is that value's
+            used = {h for n in in_table for j, k in where[id(n)] if j == i for h in r.heads[k]}
+
+            def ok(k: int, r=r, used=used) -> bool:
+                """On every header line where the claim names a column, the name above cell
+                ``k`` is one the claim names (or the column of another of its values)."""
+                rivals = named_cols - (used - set(r.heads[k]))
+                mine = set(r.heads[k])
+                for line in grid.header_lines:
+                    texts = {c.text for c in line}
+                    if texts & rivals and texts & mine and not (texts & mine & rivals):
+                        return False
+                return True
+
+            bad = [n for n in in_table if not any(ok(k) for j, k in where[id(n)] if j == i)]
+            if not bad:
+                k0 = next(k for j, k in where[id(in_table[0])] if j == i)
+                return ("agree", f"the table's row {r.label or r.cells[k0].text} gives "
+                        f"{r.cells[k0].text} under {' / '.join(r.heads[k0]) or 'its column'}", (i, k0))
+            if first_bad is None:
+                n = bad[0]
+                k = next(k for j, k in where[id(n)] if j == i)
+                rivals = sorted(named_cols - used) or sorted(named_cols)
+                first_bad = ("value_of_other", f"the table gives {r.cells[k].text} for "
+                             f"{r.label or 'that row'} under {' / '.join(r.heads[k]) or 'another column'}"
+                             f", not under {rivals[0]}", (i, k))
+    if first_bad is not None:
+        return first_bad
+    if len(named_rows) >= 1:
+        # the value stands only in rows the claim does not name
+        for n in in_table:
+            occ = where[id(n)]
+            if any(j in named_rows for j, _k in occ) or len(occ) != 1:
+                continue
+            j, k = occ[0]
+            col = rows[j].cols.get(k)
+            targets = [(i, kk) for i in sorted(named_rows) for kk in rows[i].values
+                       if rows[i].cols.get(kk) == col]
+            if len(targets) == 1 and not (_strict_tokens(rows[j].label) - _strict_tokens(
+                    rows[targets[0][0]].label)) <= ctoks:
+                i, kk = targets[0]
+                return ("cell_differs", f"the table gives {rows[i].cells[kk].text} for "
+                        f"{rows[i].label} under {' / '.join(rows[i].heads[kk]) or 'that column'}; "
+                        f"{rows[j].cells[k].text} is {rows[j].label}'s", (i, kk))
+    if len(in_table) >= 2:
+        for a in in_table:
+            for b in in_table:
+                if a is b or len(where[id(a)]) != 1 or len(where[id(b)]) != 1:
+                    continue
+                (ia, ka), (ib, kb) = where[id(a)][0], where[id(b)][0]
+                if ia == ib or ia in named_rows and ib in named_rows:
+                    continue
+                if rows[ia].cols.get(ka, 99) >= rows[ib].cols.get(kb, 99):
+                    continue  # a is the row's key: the leftmost of the two
+                col = rows[ib].cols.get(kb)
+                other = [kk for kk in rows[ia].values if rows[ia].cols.get(kk) == col]
+                if len(other) != 1:
+                    continue
+                kk = other[0]
+                return ("values_split", f"the table's row with {rows[ia].cells[ka].text} gives "
+                        f"{rows[ia].cells[kk].text} under {' / '.join(rows[ia].heads[kk]) or 'that column'}"
+                        f"; {rows[ib].cells[kb].text} is another row's", (ia, kk))
+    return None
+
+
+def _grid_span(ev: Evidence, grid, ri: int, ki: int) -> tuple[int, int] | None:
+    """The passage offsets of the printed line holding grid row ``ri`` (None when the row is
+    in another chunk of the table than this passage)."""
+    line = grid.rows[ri].text
+    at = ev.text.find(line) if line else -1
+    return (at, at + len(line)) if at >= 0 else None

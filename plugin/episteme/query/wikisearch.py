@@ -45,6 +45,7 @@ from ..fsutil import file_lock, read_only_reason
 from ..stores.sqlite import fts5_quote
 from ..wiki.files import iter_page_files
 from ..wiki.sections import SectionFormatError, parse_page
+from .stopwords import STOP
 
 DB_NAME = "wiki_index.db"
 COLLECTION = "wiki_sections"
@@ -87,14 +88,8 @@ CREATE TRIGGER IF NOT EXISTS sections_ad AFTER DELETE ON sections BEGIN
 END;
 """
 
-# Function words that only slow FTS5 down and add noise to an OR query.
-_STOP_WORDS = (
-    "a an and are as at be by can do does did for from has have how in into is it its of on or "
-    "that the their there these this those to was were what when where which who why with "
-    "about after also between both each more most other over same such than then they via "
-    "would could should will may might been being not no"
-)
-_STOP = frozenset(_STOP_WORDS.split())
+# Function words that only slow FTS5 down and add noise to an OR query: the query layer's one list.
+_STOP = STOP
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 

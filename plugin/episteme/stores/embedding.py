@@ -194,6 +194,11 @@ class OnnxEmbedder:
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
+        # no busy-waiting between operators: on a machine whose cores are busy with other work,
+        # spinning intra-op threads fight it for the cores (5 claims embedded under load
+        # average 12 on 2 cores: 171 ms spinning, 92 ms not; vectors the same, see
+        # benchmarks/RESULTS-trace.md); an idle machine loses a few microseconds per operator
+        opts.add_session_config_entry("session.intra_op.allow_spinning", "0")
         self._session = ort.InferenceSession(
             str(directory / ONNX_FILE), sess_options=opts, providers=["CPUExecutionProvider"]
         )
