@@ -52,20 +52,146 @@ def hit(answer: str, quotes: list[str]) -> bool:
     return any(overlaps(answer, q) for q in quotes)
 
 
-def run(wiki: Path, explain: bool) -> dict:
+def load_items() -> list[dict]:
+    return [json.loads(x) for x in GOLD.read_text(encoding="utf-8").splitlines() if x.strip()]
+
+
+def ensure_sentence_vectors(wiki: Path) -> dict:
+    """The store migration for a wiki ingested before sentence vectors existed (the bench
+    cache is such a wiki): compute the missing ones, timed (CPU and wall)."""
+    from episteme.config import load_settings
+    from episteme.ingest.sentences import backfill
+
+    c0, t0 = time.process_time(), time.perf_counter()
+    out = backfill(load_settings(wiki, env={}, dotenv=None), progress=True)
+    out["cpu_seconds"] = round(time.process_time() - c0, 2)
+    out["seconds"] = round(time.perf_counter() - t0, 2)
+    return out
+
+
+# ------------------------------------------------------------------ fitting the ranking weights
+
+
+def features_dump(engine, items: list[dict]) -> list[dict]:
+    """Per supported question: every candidate's features and whether it holds a gold
+    sentence (the fit's data)."""
+    out = []
+    for it in items:
+        if it.get("unsupported") or not it.get("gold_quotes"):
+            continue
+        retrieved = engine.retrieve(it["question"])
+        ex = engine.offline.answer(it["question"], retrieved["sections"], covered=True,
+                                   explain=True)
+        cands = ex.get("candidates") or []
+        out.append({"id": it["id"], "paper": it["paper"], "candidates": [
+            {"parts": {k: v for k, v in c.items() if isinstance(v, float) and k not in
+                       ("score", "evidence")},
+             "evidence": c["evidence"], "gold": hit(c["text"], it["gold_quotes"])}
+            for c in cands]})
+    return out
+
+
+def fit_weights(dump: list[dict], papers: set[str], *, l2: float = 0.1,
+                steps: int = 1500) -> dict[str, float]:
+    """Listwise softmax regression over each question's candidates (the gold ones are the
+    positives; the loss is minus the log of their share of the softmax), on standardised
+    features, L2, full-batch gradient descent; fitted on the questions of ``papers`` only.
+    The weights are then scaled so that a question's top scores spread like the evidence
+    scale (what :data:`MARGIN` and :data:`REDUNDANCY` are set in)."""
+    import numpy as np
+    from episteme.query.answer_offline import FEATURES
+
+    qs = [q for q in dump if q["paper"] in papers and any(c["gold"] for c in q["candidates"])]
+    X = [np.asarray([[c["parts"].get(f, 0.0) for f in FEATURES] for c in q["candidates"]])
+         for q in qs]
+    Y = [np.asarray([c["gold"] for c in q["candidates"]], dtype=bool) for q in qs]
+    allx = np.vstack(X)
+    mu, sd = allx.mean(axis=0), allx.std(axis=0) + 1e-9
+    Xs = [(x - mu) / sd for x in X]
+    w = np.zeros(len(FEATURES))
+    for _ in range(steps):
+        g = 2 * l2 * w
+        for x, y in zip(Xs, Y, strict=True):
+            z = x @ w
+            p = np.exp(z - z.max())
+            p /= p.sum()
+            pg = p * y
+            pg /= pg.sum()
+            g += (p - pg) @ x / len(Xs)
+        w -= 1.0 * g
+    w = w / sd
+    spread_ev, spread_w = [], []
+    for q, x in zip(qs, X, strict=True):
+        z = x @ w
+        spread_w.append(float(np.std(np.sort(z)[::-1][:12])))
+        ev = np.asarray([c["evidence"] for c in q["candidates"]])
+        spread_ev.append(float(np.std(np.sort(ev)[::-1][:12])))
+    scale = statistics.median(spread_ev) / (statistics.median(spread_w) or 1.0)
+    return {f: round(float(v * scale), 4) for f, v in zip(FEATURES, w, strict=True)}
+
+
+def top_k_rate(dump: list[dict], papers: set[str], weights: dict[str, float], k: int = 3) -> float:
+    """Share of the questions of ``papers`` whose gold sentence ranks in the top ``k`` (a
+    quick proxy; the real figure runs the whole answerer)."""
+    qs = [q for q in dump if q["paper"] in papers]
+    n = 0
+    for q in qs:
+        ranked = sorted(q["candidates"], key=lambda c: -sum(weights.get(f, 0.0) * v for f, v in
+                                                           c["parts"].items()))
+        n += any(c["gold"] for c in ranked[:k])
+    return n / max(1, len(qs))
+
+
+def folds_by_paper(items: list[dict], k: int = 5) -> list[set[str]]:
+    papers = sorted({it["paper"] for it in items if it.get("paper")})
+    return [set(papers[i::k]) for i in range(k)]
+
+
+def answer_hits(engine, items: list[dict], weights: dict[str, float]) -> dict[str, bool]:
+    """Run the whole offline answerer with ``weights`` on ``items``: id -> holds gold."""
+    engine.offline.weights = dict(weights)
+    out = {}
+    for it in items:
+        res = engine.chat(it["question"], mode="offline")
+        out[it["id"]] = hit(res["answer"], it["gold_quotes"])
+    return out
+
+
+def fit_report(engine, items: list[dict]) -> dict:
+    """Fit on TUNE; measure TUNE / HELD-OUT; and 5-fold cross-validation by paper (fit on
+    four fifths of the papers, answer the fifth, whole pipeline)."""
+    sup = [it for it in items if not it.get("unsupported") and it.get("gold_quotes")]
+    dump = features_dump(engine, sup)
+    tune, held = split_papers(sup)
+    w = fit_weights(dump, tune)
+    folds = []
+    for fold in folds_by_paper(sup):
+        train = {it["paper"] for it in sup} - fold
+        wf = fit_weights(dump, train)
+        hits = answer_hits(engine, [it for it in sup if it["paper"] in fold], wf)
+        folds.append({"papers": sorted(fold), "hits": sum(hits.values()), "n": len(hits),
+                      "proxy_top3": top_k_rate(dump, fold, wf)})
+    engine.offline.weights = dict(w)
+    return {"weights": w, "folds": folds,
+            "proxy_top3": {"tune": top_k_rate(dump, tune, w), "held": top_k_rate(dump, held, w)}}
+
+
+def run(wiki: Path, explain: bool, weights: dict | None = None) -> dict:
     from episteme.config import load_settings
     from episteme.query.answer import extractive_answer
     from episteme.query.chat import QueryEngine
 
     settings = load_settings(wiki, env={}, dotenv=None)
     engine = QueryEngine(settings)
-    items = [json.loads(x) for x in GOLD.read_text(encoding="utf-8").splitlines() if x.strip()]
+    items = load_items()
     engine.chat("warm up the engine", mode="offline")
+    if weights is not None:
+        engine.offline.weights = dict(weights)
     rows = []
     for it in items:
-        t = time.perf_counter()
+        t, c0 = time.perf_counter(), time.process_time()
         res = engine.chat(it["question"], mode="offline")
-        dt = time.perf_counter() - t
+        dt, cpu = time.perf_counter() - t, time.process_time() - c0
         retrieved = engine.retrieve(it["question"])
         old = extractive_answer(it["question"], retrieved["sections"], engine.embedder)["answer"]
         sents = ([c["sentence"] for c in res.get("citations") or []] if not res.get("abstained")
@@ -79,7 +205,7 @@ def run(wiki: Path, explain: bool) -> dict:
             "words": len(re.sub(r"\[sec_\d+\]", "", res["answer"]).split()),
             "min_sentence_words": min((len(s.split()) for s in sents), default=None),
             "unsupported_claims": len(res.get("unsupported_claims") or []),
-            "seconds": dt,
+            "seconds": dt, "cpu": cpu,
         }
         if explain:
             ex = engine.offline.answer(it["question"], retrieved["sections"],
@@ -89,15 +215,57 @@ def run(wiki: Path, explain: bool) -> dict:
         rows.append(row)
     engine.close()
     # latency baseline in the same run: the same engine without the shared embedding memo
-    base = QueryEngine(settings, memo=False)
+    # latency baseline in the same run: the same engine ignoring the stored sentence vectors
+    # (the candidates embedded at query time, as before they were stored)
+    base = QueryEngine(settings)
     base.chat("warm up the engine", mode="offline")
-    base_times = []
+    base.offline.use_stored = False
+    if weights is not None:
+        base.offline.weights = dict(weights)
+    base_times, base_cpu = [], []
     for it in items:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         base.chat(it["question"], mode="offline")
         base_times.append(time.perf_counter() - t)
+        base_cpu.append(time.process_time() - c)
     base.close()
-    return {"rows": rows, "base_times": base_times, "load": os.getloadavg()}
+    return {"rows": rows, "base_times": base_times, "base_cpu": base_cpu,
+            "load": os.getloadavg()}
+
+
+GROWTH_QUESTIONS = 24  # the first N dev questions, as bench_growth's chat step
+
+
+def growth_latency(wiki: Path) -> dict:
+    """Warm chat on a large wiki (e.g. a copy of the 300-paper growth snapshot): its missing
+    sentence vectors backfilled first (timed), then the first :data:`GROWTH_QUESTIONS` dev
+    questions with the stored vectors and, right after in the same process, ignoring them
+    (the candidates embedded at query time): wall and CPU per question."""
+    from episteme.config import load_settings
+    from episteme.query.chat import QueryEngine
+
+    out = {"wiki": str(wiki), "backfill": ensure_sentence_vectors(wiki)}
+    settings = load_settings(wiki, env={}, dotenv=None)
+    items = load_items()[:GROWTH_QUESTIONS]
+    engine = QueryEngine(settings)
+    engine.chat("warm up the engine", mode="offline")
+    for name, stored in (("stored", True), ("baseline", False)):
+        engine.offline.use_stored = stored
+        engine.chat(items[0]["question"] + " (warm)", mode="offline")
+        wall, cpu = [], []
+        for it in items:
+            t, c = time.perf_counter(), time.process_time()
+            engine.chat(it["question"], mode="offline")
+            wall.append(time.perf_counter() - t)
+            cpu.append(time.process_time() - c)
+        out[name] = {"p50": statistics.median(wall), "cpu_p50": statistics.median(cpu),
+                     "p95": sorted(wall)[int(0.95 * (len(wall) - 1))]}
+    with engine.tracer._db_lock:
+        out["papers"] = int(engine.tracer.store.conn.execute(
+            "SELECT count(*) FROM papers").fetchone()[0])
+    engine.close()
+    out["load"] = os.getloadavg()
+    return out
 
 
 def rate(rows: list[dict], key: str) -> str:
@@ -153,9 +321,52 @@ def report(data: dict, retrieval: dict, machine: str) -> str:
         f"{sum(r['unsupported_claims'] > 0 for r in rows if not r['abstained'])} | 0 |",
         f"| retrieval questions recall@5 (fused) | {fused['recall@5']:.3f} (n={retrieval['n']}) | ≥ 0.92 |",
         f"| chat warm, in-process engine, p50 / p95 | {statistics.median(times):.2f} s / {p95:.2f} s | p50 ≤ 1.5 s |",
-        f"| same, baseline engine without the embedding memo (same run), p50 / p95 | "
+        f"| chat warm CPU time p50, new / baseline | "
+        f"{statistics.median(r['cpu'] for r in rows):.2f} s / "
+        f"{statistics.median(data.get('base_cpu') or [float('nan')]):.2f} s | - |",
+        f"| same, baseline: stored sentence vectors ignored (same run), p50 / p95 | "
         f"{statistics.median(btimes):.2f} s / {b95:.2f} s | - |",
         f"| warm p50 ratio, new / baseline | {statistics.median(times) / statistics.median(btimes):.2f} | < 1 |",
+        "",
+    ]
+    bf = data.get("backfill") or {}
+    lines += ["", f"Sentence-vector backfill of this wiki in the same run (the store migration): "
+              f"{bf.get('papers', 0)} papers, {bf.get('sentences', 0)} sentences, "
+              f"{bf.get('seconds', 0)} s wall / {bf.get('cpu_seconds', 0)} s CPU."]
+    fit = data.get("fit")
+    if fit:
+        total = sum(f["hits"] for f in fit["folds"])
+        n = sum(f["n"] for f in fit["folds"])
+        lines += [
+            "", "Ranking weights fitted on the TUNE papers' questions only (listwise softmax, "
+            "L2; `--fit`); the table above is the answerer with them. Cross-validation, 5 folds "
+            "by paper (weights fitted on 8 papers, the other 2 papers' questions answered by the "
+            "whole pipeline):", "",
+            "| fold (held-out papers) | answer holds a gold sentence | gold in top 3 (ranking "
+            "alone) |", "|---|---|---|"]
+        for f in fit["folds"]:
+            lines.append(f"| {', '.join(f['papers'])} | {f['hits']}/{f['n']} | "
+                         f"{f['proxy_top3']:.3f} |")
+        lines += [f"| **5-fold CV, all 40** | **{total / max(1, n):.3f} ({total}/{n})** | - |", "",
+                  f"Ranking alone, gold in the top 3: TUNE {fit['proxy_top3']['tune']:.3f}, "
+                  f"HELD-OUT {fit['proxy_top3']['held']:.3f}. Weights: "
+                  + ", ".join(f"{k} {v:+.3f}" for k, v in fit["weights"].items()) + "."]
+    g = data.get("growth")
+    if g:
+        gb = g["backfill"]
+        lines += [
+            "", f"Warm chat at {g['papers']} papers (a copy of the growth snapshot, "
+            f"{GROWTH_QUESTIONS} dev questions; load {g['load'][0]:.1f} at the end); its "
+            f"backfill in this run: {gb['papers']} papers, {gb['sentences']} sentences, "
+            f"{gb['seconds']} s:", "",
+            "| engine | p50 wall | p95 wall | p50 CPU |", "|---|---|---|---|",
+            f"| stored sentence vectors | {g['stored']['p50']:.2f} s | {g['stored']['p95']:.2f} s "
+            f"| {g['stored']['cpu_p50']:.2f} s |",
+            f"| baseline (candidates embedded at query time) | {g['baseline']['p50']:.2f} s | "
+            f"{g['baseline']['p95']:.2f} s | {g['baseline']['cpu_p50']:.2f} s |",
+            f"| ratio stored / baseline (p50 wall) | {g['stored']['p50'] / g['baseline']['p50']:.2f}"
+            " | | |"]
+    lines += [
         "",
         "Per question (✓ = holds a gold sentence):",
         "",
@@ -175,9 +386,28 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-answer.md")
     ap.add_argument("--explain", action="store_true", help="dump scored candidates to stderr JSON")
     ap.add_argument("--no-retrieval", action="store_true")
+    ap.add_argument("--growth", type=Path, metavar="WIKI",
+                    help="also time warm chat on this (large) wiki, e.g. a copy of level-300")
+    ap.add_argument("--fit", action="store_true",
+                    help="fit the ranking weights on the TUNE papers and cross-validate (5 folds)")
     args = ap.parse_args()
     wiki = ensure_written_wiki(ensure_wiki())
-    data = run(wiki, args.explain)
+    backfilled = ensure_sentence_vectors(wiki)
+    print(f"sentence vectors backfilled: {backfilled}", file=sys.stderr)
+    fit = None
+    if args.fit:
+        from episteme.config import load_settings
+        from episteme.query.chat import QueryEngine
+
+        engine = QueryEngine(load_settings(wiki, env={}, dotenv=None))
+        engine.chat("warm up the engine", mode="offline")
+        fit = fit_report(engine, load_items())
+        engine.close()
+        print(json.dumps(fit, indent=1), file=sys.stderr)
+    data = run(wiki, args.explain, fit["weights"] if fit else None)
+    data["backfill"] = backfilled
+    data["fit"] = fit
+    data["growth"] = growth_latency(args.growth) if args.growth else None
     if args.explain:
         Path("/tmp/bench_answer_explain.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
     retrieval = ({"metrics": {"fused": {"recall@5": float("nan")}}, "n": 0} if args.no_retrieval

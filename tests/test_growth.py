@@ -40,7 +40,7 @@ def grown(tmp_path_factory, embedder):
     settings = load_settings(wiki, env={}, dotenv=None)
     counts = {"entries_parsed": 0, "find_section": 0, "refreshes": []}
     real_parse, real_find = index.parse_index_md, edit.find_section
-    real_refresh = wikisearch.WikiSectionIndex._refresh_locked
+    real_refresh = wikisearch.WikiSectionIndex.refresh
 
     def counting_parse(text):
         out = real_parse(text)
@@ -60,7 +60,7 @@ def grown(tmp_path_factory, embedder):
     mp.setattr(index, "parse_index_md", counting_parse)
     mp.setattr(edit, "parse_index_md", counting_parse)
     mp.setattr(edit, "find_section", counting_find)
-    mp.setattr(wikisearch.WikiSectionIndex, "_refresh_locked", counting_refresh)
+    mp.setattr(wikisearch.WikiSectionIndex, "refresh", counting_refresh)
     per_paper = []
     try:
         for i in range(N_PAPERS):

@@ -400,3 +400,32 @@ def test_usage_errors_come_in_the_format_asked_for(broken):
     assert as_text.returncode == 2 and as_text.stdout == "" and "no-such-rule" in as_text.stderr
     bad_day = run("--wiki", str(root), "--today", "2026-13-01")
     assert bad_day.returncode == 2 and "--today must be YYYY-MM-DD, got '2026-13-01'" in bad_day.stderr
+
+
+def test_closest_page_is_difflibs_best_match_among_the_candidates():
+    """Whatever bound orders the candidates, the suggestion is the name with the best difflib
+    ratio above 0.6 (ties to the first in code-point order): checked against every name, on
+    names that all share the target's word (so every one of them is a candidate)."""
+    import difflib
+    import random
+
+    from episteme.lint.suggest import Suggester
+
+    rnd = random.Random(3)
+    stems = ["alpha", "alpah", "beta", "gamma", "delta", "deltas", "epsilon", "zeta", "eta", "theta", "iota"]
+    names = {f"{s} node": i for i, s in enumerate(stems)}
+    ids = [f"{s}.md" for s in stems]
+    sug = Suggester(names, ids)
+    letters = "abdeghilmnopstz"
+    for _ in range(400):
+        base = list(rnd.choice(stems))
+        for _ in range(rnd.randint(0, 3)):
+            base[rnd.randrange(len(base))] = rnd.choice(letters)
+        target = "".join(base) + " node"
+        scored = [(difflib.SequenceMatcher(None, n, target).ratio(), n) for n in sorted(names)]
+        above = [(r, n) for r, n in scored if r > 0.6]
+        want = None
+        if above:
+            top = max(r for r, _ in above)
+            want = ids[names[min(n for r, n in above if r == top)]]
+        assert sug.suggest(target) == want, target

@@ -143,13 +143,12 @@ def test_ingest_stores_boxes_and_sources_use_them_without_the_pdf(ingested_templ
 
 
 def test_a_v2_store_is_migrated_and_keeps_its_passages(tmp_path):
-    from episteme.stores.sqlite import MIGRATIONS, SCHEMA_VERSION, Store, _split_sql
+    from episteme.stores.sqlite import MIGRATIONS, SCHEMA_VERSION, Store
 
     path = tmp_path / "old.sqlite"
     con = sqlite3.connect(path)
-    for step in MIGRATIONS[:2]:
-        for stmt in _split_sql(step):
-            con.execute(stmt)
+    for step in MIGRATIONS[:2]:  # the store as version 2 made it
+        con.executescript(step)
     con.execute("PRAGMA user_version = 2")
     con.execute("INSERT INTO papers (id, file, sha256, pages, ingested_at) "
                 "VALUES ('p.pdf', 'raw/p.pdf', 'x', 1, 'now')")
@@ -160,7 +159,7 @@ def test_a_v2_store_is_migrated_and_keeps_its_passages(tmp_path):
     con.commit()
     con.close()
     with Store(path) as st:
-        assert st.schema_version() == SCHEMA_VERSION == 3
+        assert st.schema_version() == SCHEMA_VERSION >= 3
         (row,) = st.passages()
         assert row["text"] == "Some text." and row["boxes"] == []
     raw = sqlite3.connect(path).execute("SELECT boxes FROM passages").fetchone()[0]

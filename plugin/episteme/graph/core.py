@@ -40,6 +40,7 @@ import datetime as _dt
 import os
 from collections import namedtuple
 from collections.abc import Iterable
+from itertools import compress
 from typing import Any
 
 from ..errors import NotFoundError, UsageError
@@ -374,12 +375,14 @@ class WikiGraph:
                 links = read_links(self.root, p.id)
             except OSError:
                 continue  # deleted since the scan: nothing to point at
-            if any(code(t) is None for t in links.targets):  # changed since the scan
+            codes = list(map(code, links.targets))
+            if None in codes:  # changed since the scan
                 self._resolve_links(i, links.pairs(), by_text, True)
                 continue
             seen: set[str] = set()
-            for target, line in links.pairs():
-                c = code(target)
+            # only the links that dangle (-1) or have several candidates (-2), picked in C
+            for target, line, c in compress(zip(links.targets, links.lines, codes, strict=True),
+                                             map((0).__gt__, codes)):
                 if c == -1:
                     key = target.lower()
                     if key not in seen:

@@ -79,6 +79,9 @@ class _Prepared:
     metadatas: list[dict]
     documents: list[str]
     split_warnings: list[str]
+    # sentence-vector rows (episteme.ingest.sentences), embedded with the split, outside the
+    # lock; None = none stored (the answerer embeds such a paper's sentences when it needs them)
+    sentence_rows: list | None = None
 
 
 _SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\.pdf$", re.IGNORECASE)
@@ -230,7 +233,8 @@ def split_paper(pdf: Path, *, use_outline: bool, max_pages, max_bytes):
 
 
 def prepare_split(paper_id: str, res, sha: str, embedder, *, on_split=None) -> _Prepared:
-    """A split paper as store rows and passages, not yet embedded (``embeddings`` is ``None``):
+    """A split paper as store rows and passages, the passages not yet embedded (``embeddings`` is
+    ``None``; its sentence vectors are, see :mod:`episteme.ingest.sentences`):
     a batch embeds the passages of several papers in one call, then commits each paper."""
     from ..pdf.passages import make_passages
     from ..stores.sqlite import PaperRow, PassageRow, section_id_for
@@ -274,7 +278,10 @@ def prepare_split(paper_id: str, res, sha: str, embedder, *, on_split=None) -> _
                      used_outline=bool(res.used_outline), warnings=list(res.warnings),
                      embedding_model=embedder.name, meta=dict(getattr(res, "meta", {}) or {}),
                      objects=objects)
-    return _Prepared(paper, sections, ids, None, metas, docs, list(res.warnings))
+    from .sentences import sentence_rows
+
+    return _Prepared(paper, sections, ids, None, metas, docs, list(res.warnings),
+                     sentence_rows(paper_id, sections, embedder))
 
 
 def _object_sections(paper_id: str, res, sections: list, taken: set[str], embedder) -> list:
@@ -753,6 +760,8 @@ def _commit(settings, store, vectors, prepared: _Prepared, tmp: Path) -> None:
     store.begin()
     try:
         store.write_paper(prepared.paper, prepared.sections)
+        if prepared.sentence_rows is not None:
+            store.write_sentence_vectors(prepared.sentence_rows)
         crash_point("ingest:sqlite-written")
         vectors.delete_paper(paper_id)
         crash_point("ingest:chroma-deleted")

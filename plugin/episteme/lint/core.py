@@ -24,8 +24,6 @@ standard library and PyYAML are imported; the store checks live in :mod:`epistem
 from __future__ import annotations
 
 import datetime as _dt
-import difflib
-import heapq
 import os
 import re
 from collections.abc import Iterable
@@ -234,138 +232,6 @@ def _apply_severity(schema: Schema, findings: list[Finding]) -> None:
 # ------------------------------------------------------------------------------ links
 
 
-class _Suggester:
-    """The closest page name to a dangling target.
-
-    ``difflib`` over every name costs tens of milliseconds per target on a 10k-page wiki, so
-    candidates are first narrowed to the dozen names sharing the most words with the target
-    (character trigrams when no word is shared, e.g. a typo inside a one-word name); only
-    those are scored with ``difflib``.  Results are cached per target."""
-
-    _WORD = re.compile(r"[a-z0-9]+")
-
-    def __init__(self, names: dict[str, int] | None, ids: list[str], graph: Any = None):
-        """``names``: lowercased page name -> node (see :meth:`name_index`), or ``None`` to
-        make it from ``graph`` when first needed (every answer may come from elsewhere, see
-        :meth:`take`); ``ids``: page ids by node."""
-        self._names = names
-        self._graph = graph
-        self.ids = ids
-        self._words: dict[str, list[str]] | None = None
-        self._grams: dict[str, list[str]] | None = None
-        self._cache: dict[str, str | None] = {}
-
-    @staticmethod
-    def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
-        """Each page's title and file stem, lowercased -> the first node (in id order) with
-        that name.  ``titles[i]``: the frontmatter title of ``ids[i]`` (``None``: no title, so
-        the stem stands for it, as :attr:`episteme.wiki.page.Page.title` says)."""
-        names: dict[str, int] = {}
-        put = names.setdefault
-        for i, pid in enumerate(ids):
-            stem = pid[pid.rfind("/") + 1 :]
-            if stem.endswith(".md"):
-                stem = stem[:-3]
-            t = titles[i]
-            put((stem if t is None else t).lower(), i)
-            put(stem.lower(), i)
-        return names
-
-    @classmethod
-    def of_graph(cls, g: Any) -> _Suggester:
-        """A suggester over the pages of ``g`` (its name index made on first use)."""
-        return cls(None, g.ids, g)
-
-    @property
-    def names(self) -> dict[str, int]:
-        if self._names is None:
-            from ..wiki.frontmatter import frontmatter_title
-
-            g = self._graph
-            self._names = self.name_index(g.ids, [frontmatter_title(p.props) for p in g.pages])
-        return self._names
-
-    @staticmethod
-    def _trigrams(s: str) -> set[str]:
-        s = f"  {s} "
-        return {s[i : i + 3] for i in range(len(s) - 2)}
-
-    def _count(self, keys: Iterable[str], index: dict[str, list[str]]) -> dict[str, float]:
-        """Names sharing ``keys``, scored by the keys' rarity (a shared rare word says more
-        than a shared common one).  Keys on more than a twentieth of all names are skipped
-        unless nothing else matches: they cost the most and discriminate least."""
-        # keys in a fixed order: the scores are float sums, so their order must not depend on
-        # string hashing (ties among the candidates would then differ from run to run)
-        postings = sorted((index[k] for k in sorted(keys) if k in index), key=len)
-        if not postings:
-            return {}
-        cap = max(50, len(self.names) // 20)
-        use = [p for p in postings if len(p) <= cap] or postings[:1]
-        counts: dict[str, float] = {}
-        get = counts.get
-        for names in use:
-            w = 1.0 / len(names)
-            for name in names:
-                counts[name] = get(name, 0.0) + w
-        return counts
-
-    def word_index(self) -> dict[str, list[str]]:
-        """Word -> the names containing it (made once, on first use)."""
-        if self._words is None:
-            words: dict[str, list[str]] = {}
-            for name in self.names:
-                for w in set(self._WORD.findall(name)):
-                    words.setdefault(w, []).append(name)
-            self._words = words
-        return self._words
-
-    def suggest(self, target: str) -> str | None:
-        full = target.lower().strip()
-        if full in self._cache:
-            return self._cache[full]
-        key = full.rstrip("/").rsplit("/", 1)[-1]  # folder/name: folders are not names
-        counts = self._count(set(self._WORD.findall(key)), self.word_index())
-        if not counts:
-            if self._grams is None:
-                grams: dict[str, list[str]] = {}
-                for name in self.names:
-                    for t in self._trigrams(name):
-                        grams.setdefault(t, []).append(name)
-                self._grams = grams
-            counts = self._count(self._trigrams(key), self._grams)
-        pool: Iterable[str] = counts
-        if len(counts) > 12:
-            # only names scoring at least the 12th best score can be among the 12 (found in C);
-            # the order of the rest is kept, so ties resolve as over all of them
-            floor = heapq.nlargest(12, counts.values())[-1]
-            pool = [c for c, v in counts.items() if v >= floor]
-        n = len(key)
-        r = difflib.SequenceMatcher(None, "", key)  # (b = the target: its index is made once)
-        bounds = []
-        # the dozen best by score, then by closeness in length, ties to the first in pool order
-        # (what nlargest with a key gives, decorated here without a Python call per name)
-        top = heapq.nlargest(12, [(counts[c], -abs(len(c) - n), -i, c) for i, c in enumerate(pool)])
-        for *_, name in top:
-            if 2.0 * min(len(name), n) / (len(name) + n) > 0.6:  # (ratio <= these bounds)
-                r.set_seq1(name)
-                bounds.append((-r.quick_ratio(), name))
-        # the best ratio above 0.6, ties to the first name in code-point order; each ratio is
-        # at most its quick_ratio, so candidates go by that bound and stop once it is too low
-        best, best_score = None, 0.6
-        for neg, name in sorted(bounds):
-            if -neg < best_score:
-                break
-            if -neg == best_score and (best is None or name > best):
-                continue
-            r.set_seq1(name)
-            score = r.ratio()
-            if score > best_score or (score == best_score and best is not None and name < best):
-                best, best_score = name, score
-        out = None if best is None else self.ids[self.names[best]]
-        self._cache[full] = out
-        return out
-
-
 def _is_structural(target: str) -> bool:
     t = target.strip().lower()
     while t.startswith("./") or t.startswith("/"):
@@ -375,6 +241,8 @@ def _is_structural(target: str) -> bool:
 
 def _link_findings(g: Any, on: frozenset[str]) -> list[Finding]:
     """Dangling (with the closest page), structural and ambiguous links."""
+    from .suggest import Suggester
+
     out: list[Finding] = []
     if on & {"link-dangling", "link-structural"}:
         sug = None
@@ -385,7 +253,7 @@ def _link_findings(g: Any, on: frozenset[str]) -> list[Finding]:
                                        f"[[{d.target}]] points at a structural file, not a page", target=d.target))
             elif "link-dangling" in on:
                 if sug is None:
-                    sug = _Suggester.of_graph(g)
+                    sug = Suggester.of_graph(g)
                 near = sug.suggest(d.target)
                 hint = f"; closest page: {near}" if near else ""
                 out.append(finding("link-dangling", d.source, d.line, f"[[{d.target}]] matches no page{hint}",

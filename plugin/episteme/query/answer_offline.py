@@ -9,13 +9,25 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   section = the papers, and the paper section each one quotes, found by its quoted sentences),
   and the candidates are the sentences of those papers' passages that the question's dense and
   lexical search finds (:meth:`episteme.query.trace.Tracer.score_pool`), plus the wiki sentences.
-* **Question-focused scoring** of each candidate sentence: cosine similarity to the question,
-  the IDF-weighted share of the question's content words the sentence holds (rare words weigh
-  most: the question's key terms), the score of the passage it sits in, a bonus when it is in a
-  paper section a retrieved wiki section was written from, and the *expected answer type*: a
-  quantity question ("how many", "how big", "what score") wants a sentence with a number, a
-  definition question ("what is X") a sentence that defines, a "why" question one that gives a
-  reason.  The weights are few and general; none names a paper or a gold item.
+* **Every sentence has a vector**: ingest stores one per sentence
+  (:mod:`episteme.ingest.sentences`), so each candidate is scored by its *own* cosine to the
+  question at no query-time cost (only the question is embedded), and the papers' sentences
+  nearest the question (:data:`DENSE_SENTENCES`) join the candidates even when their passage
+  did not rank.  A store without them (ingested before) falls back to embedding the
+  :data:`EMBED_TOP` best candidates, as before.
+* **Question-focused scoring** of each candidate sentence (its ``parts``): cosine similarity to
+  the question, the IDF-weighted share of the question's content words the sentence holds (rare
+  words weigh most: the question's key terms) and the same for its section's title, the score
+  and cosine of the passage it sits in, whether it is in a paper section a retrieved wiki
+  section was written from or quoted by the wiki, its position (first of its section), a
+  sentence leaning on the one before, its length, and the *expected answer type*: a quantity
+  question ("how many", "how big", "what score") wants a sentence with a number, a definition
+  question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
+  limitation / comparison question one that states one.  The ranking is a linear model over
+  these features whose weights (:data:`WEIGHTS`) were fitted on the TUNE papers' questions
+  (benchmarks/bench_answer.py ``--fit``, with 5-fold cross-validation by paper reported);
+  none names a paper or a gold item.  The abstention thresholds apply to a separate,
+  hand-set ``evidence`` score, so refitting the ranking does not move them.
 * **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
   formula debris and reference-list text are never candidates.
@@ -44,7 +56,7 @@ from dataclasses import dataclass, field
 
 MIN_WORDS = 6  # shorter "sentences" are fragments ("Proposition 1.", "Results.")
 MAX_WORDS = 70
-MAX_SENTENCES = 3  # chosen sentences; up to two more that they lean on (_with_context)
+MAX_SENTENCES = 4  # chosen sentences; up to two more that they lean on (_with_context)
 MAX_ANSWER_WORDS = 115
 REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
@@ -70,6 +82,22 @@ MIN_EVIDENCE = 0.70
 #: clear evidence overrides it (calibrated like MIN_EVIDENCE, on the TUNE papers' questions and
 #: the unanswerable ones; see RESULTS-answer.md).
 MIN_EVIDENCE_UNCOVERED = 1.05
+
+#: Stored sentences of the retrieved papers nearest the question that become candidates
+#: (with their passages), beside the question's best passages.
+DENSE_SENTENCES = 30
+PAPER_CACHE = 48  # papers whose sentence matrices a warm answerer keeps
+
+#: The ranking: a linear model over the candidate features (:meth:`OfflineAnswerer._score`'s
+#: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on the TUNE papers only
+#: (listwise softmax, L2; RESULTS-answer.md gives the fit and its cross-validation).
+FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
+            "quoted", "first", "anaphor", "title", "words", "dense")
+WEIGHTS: dict[str, float] = {
+    "cos": 0.4907, "pcos": 0.4037, "lex": 0.4844, "passage": 0.1368, "type": 0.0111,
+    "cue": 0.3293, "pointed": 0.05, "rank": -0.1457, "summary": 0.0019, "quoted": 0.1063,
+    "first": -0.1245, "anaphor": -0.0036, "title": 0.7056, "words": 0.2386, "dense": 0.1475,
+}
 
 NO_ANSWER = "The wiki does not cover this question."
 
@@ -125,10 +153,6 @@ _FORWARD = re.compile(
     r"|\bsection\s+\d+(\.\d+)*\s+(describes|presents|discusses|introduces|shows|concludes)\b",
     re.I)
 _CAPTION = re.compile(r"^(figure|fig\.|table|algorithm)\s*\d+\s*[:.]", re.I)
-_DANGLING_LABEL = re.compile(r"\s*\b(proposition|theorem|lemma|corollary|definition|remark|proof|"
-                             r"example|algorithm)\s+\d+(\.\d+)*\s*[.:]?\s*$", re.I)
-_LEADING_LABEL = re.compile(r"^(proposition|theorem|lemma|corollary|definition|remark|proof|"
-                            r"example)\s+\d+(\.\d+)*\s*[.:]\s*", re.I)
 _SUMMARY_TITLE = re.compile(r"^(\d+(\.\d+)*\.?\s+)?(abstract|introduction|conclusions?|summary)\b", re.I)
 _ANAPHOR = re.compile(
     r"^(this|these|that|those|such|it|they|thus|hence|therefore|consequently|as a result|in turn|"
@@ -162,13 +186,11 @@ def has_quantity(sentence: str) -> bool:
 
 
 def clean_sentence(text: str) -> str:
-    """Whitespace normalised, a line-break hyphen joined ("pre- training" stays: it may be a
-    real hyphen; "gradi- ents" cannot be told apart, so only spacing is fixed), a trailing
-    theorem label cut ("... generator G. Proposition 1." → "... generator G.")."""
-    s = " ".join(text.split())
-    s = _DANGLING_LABEL.sub("", s).strip()
-    s = _LEADING_LABEL.sub("", s).strip()
-    return s
+    """Whitespace normalised, a trailing theorem label cut ("... generator G. Proposition 1." →
+    "... generator G."): the same text ingest embedded (:mod:`episteme.ingest.sentences`)."""
+    from ..ingest.sentences import clean_sentence as clean
+
+    return clean(text)
 
 
 @functools.lru_cache(maxsize=50_000)
@@ -208,8 +230,13 @@ class Candidate:
     wiki_section: str | None = None  # the wiki section it is quoted in, if any
     pointed: int | None = None  # rank of the wiki section written from its paper section
     summary: bool = False
-    score: float = 0.0
+    score: float = 0.0  # the ranking score (fitted weights over ``parts``)
+    evidence: float = 0.0  # the calibrated score the abstention thresholds apply to
     parts: dict = field(default_factory=dict)
+    vec: object = None  # its unit vector (stored at ingest, or embedded now), when it has one
+    quoted: bool = False  # a wiki section quotes it
+    first: bool = False  # the first sentence of its paper section
+    stored_section: bool = False  # its section has stored sentence vectors (ingest's)
 
 
 class OfflineAnswerer:
@@ -224,6 +251,11 @@ class OfflineAnswerer:
         self._section_text: dict[str, tuple[str, int, str, str, int, int]] = {}
         self._pointed: dict[tuple[str, str], frozenset[str]] = {}
         self._vec_cache: dict[str, object] = {}
+        self._sent_table: bool | None = None
+        self._sent_vecs: dict[str, dict[int, object] | None] = {}
+        self._paper_sents: dict[str, tuple[list, object]] = {}
+        self.weights: dict[str, float] = dict(WEIGHTS)  # the benchmark's folds set their own
+        self.use_stored = True  # False: ignore stored sentence vectors (the latency baseline)
 
     # -- store helpers -------------------------------------------------------------------------
 
@@ -308,13 +340,14 @@ class OfflineAnswerer:
         # retrieval's relevance signal says no wiki section covers the question: answer only
         # when a sentence of the papers those sections point to answers it clearly
         need = MIN_EVIDENCE if covered else MIN_EVIDENCE_UNCOVERED
-        if cands[0].score < need:
-            why = (f"best evidence {cands[0].score:.2f} is below {need}" if covered else
+        evidence = max(c.evidence for c in cands)
+        if evidence < need:
+            why = (f"best evidence {evidence:.2f} is below {need}" if covered else
                    "retrieval found no wiki section that covers the question, and the best "
-                   f"evidence {cands[0].score:.2f} is below {need}")
+                   f"evidence {evidence:.2f} is below {need}")
             out = self._abstain(sections, why)
             if explain:
-                out["candidates"] = [_explain(c) for c in cands[:10]]
+                out["candidates"] = [_explain(c) for c in cands]
             return out
         picked = self._select(cands)
         picked = self._with_context(picked)
@@ -329,7 +362,7 @@ class OfflineAnswerer:
         if traced is not None:
             out["trace"] = traced  # the trace of exactly this text: chat need not trace again
         if explain:
-            out["candidates"] = [_explain(c) for c in cands[:10]]
+            out["candidates"] = [_explain(c) for c in cands]
         return out
 
     def unknown_names(self, question: str) -> list[str]:
@@ -392,6 +425,11 @@ class OfflineAnswerer:
 
     def _candidates(self, question: str, sections: Sequence[dict], papers: list[str],
                     paper_rank: dict[str, int]) -> list[Candidate]:
+        """The candidate sentences: the wiki sections' own, and the sentences of (a) the
+        question's best pooled passages in the papers they cite, (b) the paper sections the
+        best wiki sections were written from, and (c) the papers' sentences nearest the
+        question by their stored vectors (:mod:`episteme.ingest.sentences`), whatever passage
+        they sit in.  Each paper sentence carries its stored vector when it has one."""
         from .answer import _sentences
 
         cands: dict[str, Candidate] = {}
@@ -428,11 +466,23 @@ class OfflineAnswerer:
         pinfo: dict[str, tuple[dict, float, float]] = {
             pool.ids[j]: (pool.info[pool.ids[j]], float(scores[j]) / best, float(pool.sim[0, j]))
             for j in order}
-        extra = [r for r in self._passages_of(sorted(pointed)) if r[0] not in pinfo]
+        qvec = self._encode([question])[0]
+        # 3. the papers' sentences nearest the question (stored vectors): their passages join
+        dense_hits = self._dense_sentences(qvec, papers)
+        extra_secs = sorted(set(pointed) | {sid for sid, _a, _c in dense_hits})
+        wanted_at: dict[str, set[int]] = {}
+        for sid, a, _c in dense_hits:
+            wanted_at.setdefault(sid, set()).add(a)
+        extra = []
+        for row in self._passages_of(extra_secs):
+            pid, sec_id, a0, b0, _page = row
+            if pid in pinfo:
+                continue
+            if sec_id in pointed or any(a0 <= a < b0 for a in wanted_at.get(sec_id, ())):
+                extra.append(row)
         if extra:
             ids_all, matrix = self.tracer._matrix(papers, False)
             row_of = self.tracer._rows(papers, False)
-            qvec = self._encode([question])[0]
             for pid, sec_id, a0, b0, page in extra:
                 if pid not in row_of:
                     continue
@@ -441,7 +491,9 @@ class OfflineAnswerer:
                 info = {"paper": sec_id.split("#", 1)[0], "section_id": sec_id, "char_start": a0,
                         "char_end": b0, "page": page}
                 pinfo[pid] = (info, pscore, float(matrix[row_of[pid]] @ qvec))
-        texts = self._sections([info["section_id"] for info, _s, _c in pinfo.values()])
+        sec_ids = list(dict.fromkeys(info["section_id"] for info, _s, _c in pinfo.values()))
+        texts = self._sections(sec_ids)
+        stored = self._stored_vectors(sec_ids)
         for pid, (info, pscore, pcos) in pinfo.items():
             sec = texts.get(info["section_id"])
             if sec is None or sec[3] in ("references", "front"):
@@ -450,7 +502,8 @@ class OfflineAnswerer:
             paper = self._paper_of(info["section_id"], info.get("paper"))
             a0, b0 = int(info["char_start"]), int(info["char_end"])
             prank, pwiki = pointed.get(info["section_id"], (None, None))
-            for a, b in _sentence_spans(text):
+            svecs = stored.get(info["section_id"], {})
+            for k, (a, b) in enumerate(_sentence_spans(text)):
                 if b <= a0 or a >= b0:
                     continue
                 if a < a0 and (a0 - a) > (b - a) / 2:
@@ -469,12 +522,86 @@ class OfflineAnswerer:
                               passage_cos=pcos, pointed=prank,
                               summary=kind in ("abstract",) or bool(_SUMMARY_TITLE.match(title)))
                 c.wiki_section = prev.wiki_section if prev is not None else pwiki
+                c.quoted = prev is not None
+                c.first = k == 0
+                c.vec = svecs.get(a)
+                c.stored_section = info["section_id"] in stored
                 cands[key] = c
         return list(cands.values())
 
+    # -- stored sentence vectors -----------------------------------------------------------------
+
+    def _has_sentence_table(self) -> bool:
+        if self._sent_table is None:
+            with self.tracer._db_lock:
+                self._sent_table = self.tracer.store.has_table("sentence_vectors")
+        return self._sent_table
+
+    def _stored_vectors(self, section_ids: Sequence[str]) -> dict[str, dict[int, object]]:
+        """``{section id: {sentence start: unit vector}}`` of the sections with stored sentence
+        vectors (cached: a warm engine meets the same sections again)."""
+        if self.tracer is None or not self.use_stored or not self._has_sentence_table():
+            return {}
+        todo = [s for s in dict.fromkeys(section_ids) if s not in self._sent_vecs]
+        if todo:
+            emb = self.embedder
+            with self.tracer._db_lock:
+                got = self.tracer.store.sentence_vectors(todo, emb.name, emb.dim)
+            with self._lock:
+                if len(self._sent_vecs) > 20_000:
+                    self._sent_vecs.clear()
+                for sid in todo:
+                    spans, vecs = got.get(sid, (None, None))
+                    self._sent_vecs[sid] = (None if spans is None else  # None: no row stored
+                                            {int(a): vecs[i] for i, (a, _b) in enumerate(spans)})
+        return {s: v for s in section_ids if (v := self._sent_vecs.get(s)) is not None}
+
+    def _dense_sentences(self, qvec, papers: Sequence[str]) -> list[tuple[str, int, float]]:
+        """The :data:`DENSE_SENTENCES` stored sentences of ``papers`` nearest the question:
+        ``(section id, start, cosine)``.  Each paper's sentence matrix is read once and kept
+        (bounded: :data:`PAPER_CACHE` papers)."""
+        import numpy as np
+
+        if (self.tracer is None or not papers or not self.use_stored
+                or not self._has_sentence_table()):
+            return []
+        emb = self.embedder
+        keys: list[tuple[str, int]] = []
+        blocks = []
+        for pid in papers:
+            hit = self._paper_sents.get(pid)
+            if hit is None:
+                with self.tracer._db_lock:
+                    sids = [r[0] for r in self.tracer.store.conn.execute(
+                        "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
+                        "('references', 'front') ORDER BY ord", (pid,))]
+                    got = self.tracer.store.sentence_vectors(sids, emb.name, emb.dim)
+                pk = [(sid, int(a)) for sid in sids if sid in got for a, _b in got[sid][0]]
+                mat = (np.vstack([got[sid][1] for sid in sids if sid in got]) if pk
+                       else np.zeros((0, emb.dim), np.float32))
+                hit = (pk, mat)
+                with self._lock:
+                    if len(self._paper_sents) >= PAPER_CACHE:
+                        self._paper_sents.pop(next(iter(self._paper_sents)))
+                    self._paper_sents[pid] = hit
+            keys.extend(hit[0])
+            blocks.append(hit[1])
+        if not keys:
+            return []
+        sims = np.vstack(blocks) @ np.asarray(qvec, dtype=np.float32)
+        k = min(DENSE_SENTENCES, len(keys))
+        top = np.argpartition(-sims, k - 1)[:k]
+        return [(keys[int(j)][0], keys[int(j)][1], float(sims[j])) for j in top]
+
+    # -- scoring ---------------------------------------------------------------------------------
+
     def _score(self, question: str, cands: list[Candidate], paper_rank: dict[str, int]) -> None:
-        """Score every candidate; only the :data:`EMBED_TOP` best by the cheap part (lexical,
-        passage, type) are embedded, the rest keep their passage's cosine as the dense part."""
+        """Score every candidate.  Two scores: ``evidence`` (the calibrated measure the
+        abstention thresholds are set on: cosine + IDF coverage + passage + answer type) and
+        ``score`` (the ranking: a linear model over :func:`features`, weights :data:`WEIGHTS`
+        fitted by benchmarks/bench_answer.py --fit on the TUNE papers).  A candidate without a
+        stored vector is embedded now if it is among the :data:`EMBED_TOP` best by its cheap
+        part; otherwise its passage's cosine stands in."""
         import numpy as np
 
         from .trace import content_terms
@@ -492,34 +619,55 @@ class OfflineAnswerer:
         for c in cands:
             terms = set(content_terms(c.text))
             lex = sum(w for t, w in weights.items() if t in terms) / total
-            bonus = 0.0
+            tterms = set(content_terms(c.section))
+            title_lex = sum(w for t, w in weights.items() if t in tterms) / total
+            bonus, tmatch = 0.0, 0.0
             if qtype == "quantity":
-                bonus = TYPE_BONUS if has_quantity(c.text) else -TYPE_MISS
-            elif qtype == "definition":
-                bonus = TYPE_BONUS * 0.5 if _DEFINES.search(c.text) else 0.0
-            elif qtype == "reason":
-                bonus = TYPE_BONUS * 0.5 if _REASON.search(c.text) else 0.0
+                tmatch = 1.0 if has_quantity(c.text) else -1.0
+                bonus = TYPE_BONUS if tmatch > 0 else -TYPE_MISS
+            elif (qtype == "definition" and _DEFINES.search(c.text)) or (
+                    qtype == "reason" and _REASON.search(c.text)):
+                tmatch, bonus = 1.0, TYPE_BONUS * 0.5
+            cue = 0.0
             if limitation and _LIMITS.search(c.text):
-                bonus += W_CUE
+                cue += 1.0
             if comparison and _COMPARES.search(c.text):
-                bonus += W_CUE
+                cue += 1.0
+            bonus += W_CUE * cue
             rank = paper_rank.get(c.paper, 0) if c.paper else c.order[1]
-            c.parts = {"cos": c.passage_cos, "lex": lex, "passage": c.passage_score, "type": bonus}
-            c.score = (W_LEX * lex + W_PASSAGE * c.passage_score + bonus
-                       + (W_POINTED / (1 + c.pointed) if c.pointed is not None else 0.0)
-                       - W_WIKI_RANK * min(rank, 4)
-                       - (SUMMARY_PENALTY if c.summary else 0.0))
-        order = sorted(range(len(cands)), key=lambda i: -(cands[i].score + W_COS * cands[i].passage_cos))
-        top = order[:EMBED_TOP]
-        vecs = self._encode([question] + [cands[i].text for i in top])
-        sims = np.asarray(vecs[1:] @ vecs[0], dtype=np.float64)
-        embedded = set(top)
-        for i, sim in zip(top, sims, strict=True):
-            cands[i].parts["cos"] = float(sim)
-            cands[i].score += W_COS * float(sim)
-        for i, c in enumerate(cands):
-            if i not in embedded:  # not embedded: its passage's cosine, a little discounted
-                c.score += W_COS * (c.passage_cos - 0.1)
+            c.parts = {"cos": c.passage_cos, "pcos": c.passage_cos, "lex": lex,
+                       "passage": c.passage_score, "type": tmatch, "cue": cue,
+                       "pointed": 1.0 / (1 + c.pointed) if c.pointed is not None else 0.0,
+                       "rank": min(rank, 4) / 4, "summary": float(c.summary),
+                       "quoted": float(c.quoted or c.paper is None), "first": float(c.first),
+                       "anaphor": float(bool(_ANAPHOR.match(c.text))), "title": title_lex,
+                       "words": min(len(c.text.split()), 40) / 40, "dense": 0.0}
+            c.evidence = (W_LEX * lex + W_PASSAGE * c.passage_score + bonus
+                          + (W_POINTED / (1 + c.pointed) if c.pointed is not None else 0.0)
+                          - W_WIKI_RANK * min(rank, 4)
+                          - (SUMMARY_PENALTY if c.summary else 0.0))
+        # dense part: the stored vectors, or embed the best few of those without one
+        qvec = self._encode([question])[0]
+        # a sentence of a section that has stored vectors but none for it (a table's rows,
+        # a fragment) is not worth embedding now
+        missing = [i for i, c in enumerate(cands) if c.vec is None and not c.stored_section]
+        missing.sort(key=lambda i: -(cands[i].evidence + W_COS * cands[i].passage_cos))
+        top = missing[:EMBED_TOP]
+        if top:
+            vecs = self._encode([cands[i].text for i in top])
+            for i, v in zip(top, vecs, strict=True):
+                cands[i].vec = v
+        for c in cands:
+            if c.vec is not None:
+                c.parts["cos"] = float(np.asarray(c.vec, dtype=np.float32) @ qvec)
+                c.parts["dense"] = 1.0
+                c.evidence += W_COS * c.parts["cos"]
+            else:  # not embedded: its passage's cosine, a little discounted
+                c.parts["cos"] = c.passage_cos - 0.1
+                c.evidence += W_COS * (c.passage_cos - 0.1)
+        w = self.weights
+        for c in cands:
+            c.score = sum(w.get(k, 0.0) * v for k, v in c.parts.items()) + w.get("bias", 0.0)
 
     def _encode(self, texts: list[str]):
         """Embeddings, with the sentences' vectors kept (a warm engine meets them again)."""
@@ -540,7 +688,7 @@ class OfflineAnswerer:
         :data:`MARGIN` of the best score, no near-duplicates, bounded length."""
         best = cands[0].score
         pool = [c for c in cands if c.score >= best - MARGIN][:4 * MAX_SENTENCES]
-        vecs = {c.text: self._vec_cache.get(c.text) for c in pool}
+        vecs = {c.text: c.vec for c in pool}
         picked: list[Candidate] = []
         nwords = 0
         while pool and len(picked) < MAX_SENTENCES + 2:
@@ -619,6 +767,10 @@ class OfflineAnswerer:
         if self.tracer is None or not picked:
             return picked, None
         text, cites = self._compose(picked, sections, wiki_of_paper)
+        prime = getattr(self.embedder, "prime", None)
+        if prime is not None:  # the trace embeds the answer's sentences: they have vectors
+            prime([c.text for c in picked if c.vec is not None],
+                  [c.vec for c in picked if c.vec is not None])
         used = list(dict.fromkeys(c["wiki_section"] for c in cites))
         index_json = {s["id"]: list(s.get("sources") or []) for s in sections}
         try:
@@ -662,6 +814,7 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
 
 
 def _explain(c: Candidate) -> dict:
-    return {"text": c.text, "score": round(c.score, 4), "paper": c.paper, "section": c.section,
+    return {"text": c.text, "score": round(c.score, 4), "evidence": round(c.evidence, 4),
+            "paper": c.paper, "section": c.section,
             "wiki_section": c.wiki_section, "pointed": c.pointed,
             **{k: round(v, 4) for k, v in c.parts.items()}}

@@ -61,6 +61,16 @@ class MemoEmbedder:
                     self._memo.popitem(last=False)
         return np.vstack([have[t] for t in texts])
 
+    def prime(self, texts, vectors) -> None:
+        """Remember vectors computed elsewhere (the sentence vectors stored at ingest): the
+        trace of an offline answer then embeds none of the answer's sentences again."""
+        with self._lock:
+            for t, v in zip(texts, vectors, strict=True):
+                if t not in self._memo:
+                    self._memo[t] = v
+            while len(self._memo) > self.MAX_ITEMS:
+                self._memo.popitem(last=False)
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 

@@ -114,8 +114,26 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE passages ADD COLUMN boxes TEXT NOT NULL DEFAULT '[]';
     """,
+    # v4: sentence vectors, computed at ingest (episteme.ingest.sentences) so the offline
+    # answerer scores every candidate sentence without embedding it at query time.  One row per
+    # section: ``spans`` = int32 (start, end) pairs into sections.section_text, ``vectors`` =
+    # float16 unit vectors, one per span, of ``model``.  Stores from before v4 have no rows
+    # until ``episteme.ingest.sentences.backfill`` fills them.
+    """
+    CREATE TABLE sentence_vectors (
+        section_id  TEXT PRIMARY KEY REFERENCES sections(section_id) ON DELETE CASCADE,
+        paper_id    TEXT NOT NULL REFERENCES papers(id) ON DELETE CASCADE,
+        model       TEXT NOT NULL,
+        spans       BLOB NOT NULL,
+        vectors     BLOB NOT NULL
+    );
+    CREATE INDEX sentence_vectors_paper ON sentence_vectors(paper_id);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+#: The oldest schema a read-only open accepts: the steps after it only add tables that readers
+#: treat as optional (:meth:`Store.has_table`), so a wiki not yet migrated still answers queries.
+READABLE_FROM = 3
 OBJECT_KINDS = frozenset({"table", "figure", "algorithm", "footnote"})
 
 
@@ -181,7 +199,7 @@ class Store:
                 self.conn.execute("PRAGMA journal_mode = WAL")
                 self.conn.execute("PRAGMA synchronous = NORMAL")
                 self._migrate()
-            elif self.schema_version() != SCHEMA_VERSION:
+            elif not READABLE_FROM <= self.schema_version() <= SCHEMA_VERSION:
                 raise EpistemeError(
                     f"{self.path} has schema version {self.schema_version()}, expected "
                     f"{SCHEMA_VERSION}; open it read-write once (any ingest) or run `episteme rebuild`"
@@ -219,6 +237,11 @@ class Store:
 
     def schema_version(self) -> int:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0])
+
+    def has_table(self, name: str) -> bool:
+        """Whether the table exists (a read-only store may predate an additive migration)."""
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?",
+                                 (name,)).fetchone() is not None
 
     def _migrate(self) -> None:
         version = self.schema_version()
@@ -335,7 +358,35 @@ class Store:
             ],
         )
 
+    def write_sentence_vectors(self, rows: Sequence[tuple]) -> None:
+        """Insert or replace sentence-vector rows ``(section_id, paper_id, model, spans bytes,
+        vectors bytes)`` (see migration v4).  Call inside a transaction."""
+        if not self.conn.in_transaction:
+            raise RuntimeError("write_sentence_vectors must run inside a transaction")
+        self.conn.executemany(
+            "INSERT OR REPLACE INTO sentence_vectors (section_id, paper_id, model, spans, vectors) "
+            "VALUES (?,?,?,?,?)", list(rows))
+
     # -- reads ---------------------------------------------------------------------------------
+
+    def sentence_vectors(self, section_ids: Iterable[str], model: str, dim: int) -> dict:
+        """``{section_id: (spans int32 (n, 2), vectors float32 (n, dim))}`` of the sections that
+        have stored sentence vectors of ``model`` (others are left out)."""
+        import numpy as np
+
+        ids = list(dict.fromkeys(section_ids))
+        out: dict = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for sid, spans, vecs in self.conn.execute(
+                    f"SELECT section_id, spans, vectors FROM sentence_vectors WHERE model = ? "
+                    f"AND section_id IN ({marks})", [model, *chunk]):
+                sp = np.frombuffer(spans, dtype=np.int32).reshape(-1, 2)
+                out[sid] = (sp, np.frombuffer(vecs, dtype=np.float16).reshape(len(sp), dim)
+                            .astype(np.float32))
+        return out
+
 
     def paper(self, paper_id: str) -> dict | None:
         row = self.conn.execute("SELECT * FROM papers WHERE id = ?", (paper_id,)).fetchone()

@@ -18,6 +18,7 @@ by ``tests/test_pages.py``); anything else goes to PyYAML's CSafeLoader.
 from __future__ import annotations
 
 import datetime as _dt
+import operator
 import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
@@ -167,6 +168,7 @@ _FLOW_ITEM = re.compile(r"""[ ]*('(?:[^']|'')*'|"[^"\\]*"|[^,'"\[\]{}#][^,\[\]{}
 
 _FLOW_SPECIAL = re.compile(r"""['"\[\]{}#]""")
 _FLOW_SCALARS: dict[str, Any] = {}  # flow-list item -> value (tags repeat across pages)
+_strip_spaces = operator.methodcaller("strip", " ")  # (not str.strip: a no-break space is kept)
 
 
 def _flow_list(s: str) -> Any:
@@ -177,9 +179,12 @@ def _flow_list(s: str) -> Any:
     if not _FLOW_SPECIAL.search(inner):
         # no quotes, brackets, braces or "#": the items are the comma-separated parts, trimmed
         # of spaces (what _FLOW_ITEM matches; an empty part is the regex's failure too)
+        parts = list(map(_strip_spaces, inner.split(",")))
+        items = list(map(_FLOW_SCALARS.get, parts))
+        if None not in items:  # every item seen before (and none of them a null)
+            return items
         items = []
-        for part in inner.split(","):
-            item = part.strip(" ")
+        for item in parts:
             if not item:
                 return _FALLBACK
             v = _FLOW_SCALARS.get(item, _FALLBACK)
@@ -224,6 +229,7 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
     list_key: str | None = None  # key whose block list we are filling
     list_indent = -1
     cached = _LINE_CACHE.get
+    cached_item = _ITEM_CACHE.get
     for line in block.split("\n"):
         hit = cached(line)
         if hit is not None:  # a "key: value" line seen before (on this page or another)
@@ -235,32 +241,38 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
             continue
         c0 = line[0]
         if c0 == " " or c0 == "-" or c0 == "#":
-            stripped = line.strip(" ")
-            if not stripped or stripped[0] == "#":
-                continue
-            # only block-list items of the key above
-            if list_key is None or not stripped.startswith("-"):
-                return None
-            indent = len(line) - len(line.lstrip(" "))
-            if props[list_key] is None:
-                list_indent = indent
-            elif indent != list_indent:
-                return None
-            item = stripped[1:]
-            if item and item[0] != " ":
-                return None
-            item = item.strip(" ")
-            if not item:
-                v = None
-            else:
-                if item[0] in "[{-?":
+            hit = cached_item(line)
+            if hit is None:  # not a "- item" line seen before
+                stripped = line.strip(" ")
+                if not stripped or stripped[0] == "#":
+                    continue
+                if not stripped.startswith("-"):
                     return None
-                v = _scalar(item)
-                if v is _FALLBACK:
+                item = stripped[1:]
+                if item and item[0] != " ":
                     return None
+                item = item.strip(" ")
+                if not item:
+                    v = None
+                else:
+                    if item[0] in "[{-?":
+                        return None
+                    v = _scalar(item)
+                    if v is _FALLBACK:
+                        return None
+                hit = (len(line) - len(line.lstrip(" ")), v)
+                if len(_ITEM_CACHE) < 50_000:
+                    _ITEM_CACHE[line] = hit
+            # only block-list items of the key above, all at one indent
+            if list_key is None:
+                return None
+            indent, v = hit
             lst = props[list_key]
             if lst is None:
                 lst = props[list_key] = []
+                list_indent = indent
+            elif indent != list_indent:
+                return None
             lst.append(v)
             continue
         list_key = None
@@ -304,6 +316,9 @@ _LINE_CACHE: dict[str, tuple[str, Any]] = {}
 #: ``updated:`` lines share dates, and a page's first lines are seldom seen before, so a cold
 #: scan misses the line cache for most of them.  Bounded; cleared with the line cache.
 _TYPED_VALUES: dict[str, Any] = {}
+#: a block-list item line (``  - ml/llm``) -> ``(indent, value)``: tags written one per line
+#: repeat across pages as much as the lines above.  Bounded; cleared with the line cache.
+_ITEM_CACHE: dict[str, tuple[int, Any]] = {}
 _GOOD_KEYS: dict[str, str] = {}
 _KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.\-]*\Z")
 
@@ -447,4 +462,5 @@ def clear_caches() -> None:
     scans many wikis) does not accumulate the lines of every wiki it read."""
     _LINE_CACHE.clear()
     _TYPED_VALUES.clear()
+    _ITEM_CACHE.clear()
     _FLOW_SCALARS.clear()

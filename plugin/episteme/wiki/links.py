@@ -17,6 +17,8 @@ import re
 from array import array
 from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
+from itertools import compress, repeat
+from operator import contains
 
 Link = namedtuple("Link", ["target", "line"])
 Link.__doc__ = """One ``[[target]]`` occurrence in a page body.  ``target`` is already normalized
@@ -100,6 +102,29 @@ def normalize_target(text: str) -> str:
 _CLOSERS: dict[tuple[bytes, int], re.Pattern[bytes]] = {}  # closing-fence regex per opening run
 
 
+_FENCE_RUNS = (b"```", b"~~~")
+
+
+def _line_search(pattern: re.Pattern[bytes], body: bytes, pos: int, runs: tuple[bytes, ...]) -> re.Match | None:
+    """``pattern.search(body, pos)`` for a fence-line pattern (``^ {0,3}`` then one of
+    ``runs``, ``re.M``) from a line start ``pos``.  Why: a multi-line regex without a literal
+    prefix is tried at every byte of the page; here ``bytes.find`` jumps to the lines that hold
+    a run within their first four bytes, and only those are matched."""
+    while True:
+        hits = [i for i in map(body.find, runs, repeat(pos)) if i >= 0]
+        if not hits:
+            return None
+        i = min(hits)
+        ls = body.rfind(b"\n", 0, i) + 1
+        if ls >= pos and i - ls <= 3:
+            m = pattern.match(body, ls)
+            if m:
+                return m
+        pos = body.find(b"\n", i) + 1  # the rest of that line cannot match: the next line
+        if not pos:
+            return None
+
+
 def _fenced_regions(body: bytes) -> list[tuple[int, int]]:
     """Byte ranges covered by fenced code blocks (``` or ~~~), fence lines included.  An
     unclosed fence runs to the end of the body, as in CommonMark."""
@@ -107,7 +132,7 @@ def _fenced_regions(body: bytes) -> list[tuple[int, int]]:
     pos = 0
     n = len(body)
     while True:
-        m = _FENCE.search(body, pos)
+        m = _line_search(_FENCE, body, pos, _FENCE_RUNS)
         if not m:
             return regions
         run, info = m[1], m[2]
@@ -123,7 +148,7 @@ def _fenced_regions(body: bytes) -> list[tuple[int, int]]:
             close = _CLOSERS[(ch, len(run))] = re.compile(
                 rb"^ {0,3}" + re.escape(ch) + b"{" + str(len(run)).encode() + rb",}[ \t\r]*$", re.M
             )
-        c = close.search(body, m.end() + 1)
+        c = _line_search(close, body, m.end() + 1, (ch * 3,))
         if not c:
             regions.append((start, n))
             return regions
@@ -150,8 +175,31 @@ def scan_links(body: bytes, first_line: int = 1) -> LinkList:
     """:func:`extract_links` as a compact :class:`LinkList` (what pages store)."""
     if b"[[" not in body:
         return _linklist_from((), array("i"))
-    has_code = b"`" in body or b"~~~" in body
-    regions = _fenced_regions(body) if has_code else None
+    if b"`" in body or b"~~~" in body:
+        return _code_links(body, first_line)
+    # no code: the lines with links, each matched as _plain_targets matches a whole body
+    if b"!" in body and b"![[" in body:
+        body = body.replace(b"![[", b"!\0[")
+    findall = (_LINK_TEXT if b"\\" in body else _LINK_HEAD).findall
+    normalized = _NORMALIZED.get
+    targets: list[str] = []
+    lines: list[int] = []
+    parts = body.split(b"\n")
+    for n, text in compress(enumerate(parts, first_line), map(contains, parts, repeat(b"[["))):
+        for raw in findall(text):
+            t = normalized(raw)
+            if t is None:
+                t = _normalize_raw(raw)
+            if t:  # "" is a same-page link
+                targets.append(t)
+                lines.append(n)
+    return _linklist_from(tuple(targets), array("i", lines))
+
+
+def _code_links(body: bytes, first_line: int) -> LinkList:
+    """:func:`scan_links` of a body with backticks or ``~~~``: links in fenced blocks and in
+    inline code spans are left out."""
+    regions = _fenced_regions(body)
     targets: list[str] = []
     lines: list[int] = []
     add_target = targets.append
@@ -165,25 +213,17 @@ def scan_links(body: bytes, first_line: int = 1) -> LinkList:
         s = m.start()
         if s and body[s - 1] == 33:  # "!": an embed
             continue
-        if has_code:
-            if regions:
-                while ri < len(regions) and regions[ri][1] <= s:
-                    ri += 1
-                if ri < len(regions) and regions[ri][0] <= s:
-                    continue
-            ls = body.rfind(b"\n", 0, s) + 1
-            spans = span_cache.get(ls)
-            if spans is None:
-                le = body.find(b"\n", s)
-                text_line = body[ls : le if le >= 0 else len(body)]
-                spans = (
-                    [(ls + c.start(), ls + c.end()) for c in _CODE_SPAN.finditer(text_line)]
-                    if b"`" in text_line
-                    else []
-                )
-                span_cache[ls] = spans
-            if spans and any(a <= s < b for a, b in spans):
+        if regions:
+            while ri < len(regions) and regions[ri][1] <= s:
+                ri += 1
+            if ri < len(regions) and regions[ri][0] <= s:
                 continue
+        ls = body.rfind(b"\n", 0, s) + 1
+        spans = span_cache.get(ls)
+        if spans is None:
+            spans = span_cache[ls] = _line_spans(body, ls, s)
+        if spans and any(a <= s < b for a, b in spans):
+            continue
         head, rest = m.groups()
         if rest:
             target = normalize_target((head + rest).decode("utf-8", "replace"))
