@@ -511,6 +511,9 @@ def test_rebuild_with_worker_processes_matches_the_serial_rebuild(tmp_path, embe
     assert [f["paper"] for f in parallel["failed"]] == ["broken.pdf"] == [
         f["paper"] for f in serial["failed"]]
     assert snapshot() == first
+    with open_store(s, readonly=True) as st:  # the answerer's sentence vectors are rebuilt too
+        papers = {r[0] for r in st.conn.execute("SELECT DISTINCT paper_id FROM sentence_vectors")}
+    assert papers == {p["paper"] for p in parallel["papers"]}
     assert parallel["passages"] == serial["passages"] == len(first[1]) > 0
     proc = _cli("rebuild", "--jobs", "0", "--wiki", str(tmp_path / "w"))
     assert proc.returncode != 0 and "--jobs" in json.loads(proc.stdout)["error"]

@@ -1047,6 +1047,8 @@ def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedd
                                                           progress=False)
                     with store.transaction():
                         store.write_paper(prepared.paper, prepared.sections)
+                        if prepared.sentence_rows is not None:  # computed: keep them
+                            store.write_sentence_vectors(prepared.sentence_rows)
                     vectors.add(prepared.ids, prepared.embeddings, prepared.metadatas,
                                 prepared.documents)
                     done.append({"paper": path.name, "sections": len(prepared.sections),
