@@ -82,10 +82,13 @@ def _real_base() -> Path:
 
 
 def build(args) -> None:
+    """Grow the library to 300 papers in batches (``ingest_batch``, ``--jobs`` split workers, the
+    extractive writer after each commit, as ``episteme ingest DIR --write --jobs N`` runs),
+    one batch per snapshot level so each ``level-N/`` holds exactly N papers.  Resumable: a
+    paper stored and written is skipped; one stored but not written is written on the re-run."""
     from episteme.compile.writer import write_paper
-    from episteme.ingest.pipeline import ingest_paper
+    from episteme.ingest.batch import ingest_batch
     from episteme.stores.embedding import get_embedder
-    from tqdm import tqdm
 
     wiki = ROOT / "wiki"
     state_path = ROOT / "state.json"
@@ -93,36 +96,50 @@ def build(args) -> None:
         shutil.rmtree(ROOT, ignore_errors=True)
         ROOT.mkdir(parents=True)
         shutil.copytree(_real_base(), wiki, ignore=shutil.ignore_patterns("*.lock", "tmp"))
-        state = {"done": [], "written": [], "seconds": {}}
+        state = {"done": [], "written": [], "seconds": {}, "batches": []}
         state_path.write_text(json.dumps(state), encoding="utf-8")
     state = json.loads(state_path.read_text(encoding="utf-8"))
+    state.setdefault("batches", [])
     settings = _settings(wiki)
     emb = get_embedder(settings)
     top = max(LEVELS)
     filler = growth_corpus.corpus(top - 10, max_pages=args.filler_pages)
     _snapshot(10)
-    bar = tqdm(filler, desc="growing", unit="paper", file=sys.stderr, initial=len(state["done"]))
-    for i, pdf in enumerate(filler):
-        if pdf.name in state["done"]:
-            continue
-        n = 10 + i + 1
-        write = n <= args.write_until or (args.write_every > 0 and (n - args.write_until) % args.write_every == 0)
-        t = time.perf_counter()
-        res = ingest_paper(settings, pdf, progress=False, embedder=emb)
-        t_ing = time.perf_counter() - t
-        t_w = 0.0
-        if write:
-            t = time.perf_counter()
-            write_paper(settings, res["paper"], writer="extractive", embedder=emb, today=TODAY)
-            t_w = time.perf_counter() - t
-            state["written"].append(pdf.name)
-        state["done"].append(pdf.name)
-        state["seconds"][pdf.name] = [round(t_ing, 3), round(t_w, 3), res.get("passages")]
-        state_path.write_text(json.dumps(state), encoding="utf-8")
-        bar.update(1)
-        if n in SNAPSHOTS:
-            _snapshot(n)
-    bar.close()
+    bounds = [n for n in SNAPSHOTS if n > 10]
+    lo = 10
+    for hi in bounds:
+        chunk = filler[lo - 10:hi - 10]
+        lo = hi
+        todo = [p for p in chunk if p.stem not in state["done"] and p.name not in state["done"]]
+        if todo:
+            def after(row: dict) -> dict:
+                n = 10 + len(state["done"]) + 1
+                write = n <= args.write_until or (
+                    args.write_every > 0 and (n - args.write_until) % args.write_every == 0)
+                t, c = time.perf_counter(), time.process_time()
+                out = {}
+                if write:
+                    out = write_paper(settings, row["paper"], writer="extractive", embedder=emb,
+                                      today=TODAY)
+                name = row["paper"]
+                state["seconds"][name] = [row.get("seconds"), round(time.perf_counter() - t, 3),
+                                          round(time.process_time() - c, 3), row.get("passages")]
+                state["done"].append(name)
+                if write:
+                    state["written"].append(name)
+                state_path.write_text(json.dumps(state), encoding="utf-8")
+                return {"write_status": out.get("write_status", "written" if write else "stored")}
+
+            t, c = time.perf_counter(), time.process_time()
+            res = ingest_batch(settings, [], files=todo, jobs=args.jobs, progress=True,
+                               embedder=emb, after_commit=after)
+            state["batches"].append({"to": hi, "files": len(todo), "wall": round(time.perf_counter() - t, 1),
+                                     "cpu_parent": round(time.process_time() - c, 1),
+                                     "load": os.getloadavg(), "failed": res["failed"]})
+            state_path.write_text(json.dumps(state), encoding="utf-8")
+            if res["failed"]:
+                raise SystemExit(f"batch to {hi} had failures: {res['failed'][:3]}")
+        _snapshot(hi)
 
 
 def _snapshot(n: int) -> None:
@@ -141,12 +158,26 @@ def _du(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
-def _run(cmd: list[str], cwd: Path | None = None) -> float:
+def _pages(wiki: Path) -> int:
+    """Wiki pages: every ``*.md`` of the wiki (paper pages are under ``papers/``), not raw/ or
+    the derived ``.episteme/``."""
+    return sum(1 for p in wiki.rglob("*.md")
+               if not {".episteme", "raw"} & set(p.relative_to(wiki).parts[:1]))
+
+
+def _run(cmd: list[str], cwd: Path | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of a fresh process (its own and its children's: a rebuild's
+    worker processes are waited for, so their time is counted)."""
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t = time.perf_counter()
     proc = subprocess.run(cmd, capture_output=True, text=True, env=CLEAN_ENV, cwd=cwd)
+    wall = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode not in (0, 1):  # lint exits 1 when it finds problems
         raise RuntimeError(f"{cmd} failed ({proc.returncode}): {proc.stderr[-1500:]}")
-    return time.perf_counter() - t
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
 def _cli(*args: str) -> list[str]:
@@ -224,20 +255,26 @@ def chat_and_retrieve(wiki: Path) -> dict:
              if x.strip()][:CHAT_QUESTIONS]
     engine = QueryEngine(settings)
     engine.chat("warm up the engine", mode="offline")
-    times = []
+    times, cpu = [], []
     for it in items:
-        t = time.perf_counter()
+        t, c = time.perf_counter(), time.process_time()
         engine.chat(it["question"], mode="offline")
         times.append(time.perf_counter() - t)
+        cpu.append(time.process_time() - c)
     engine.close()
     times.sort()
     rv = bench_trace.evaluate_retrieval(wiki)
-    return {"chat_p50": statistics.median(times), "chat_p95": times[int(0.95 * (len(times) - 1))],
+    return {"chat_p50": statistics.median(times), "chat_cpu_p50": statistics.median(cpu), "chat_p95": times[int(0.95 * (len(times) - 1))],
             "n_chat": len(times), "recall5": rv["metrics"]["fused"]["recall@5"], "n_recall": rv["n"],
             "retrieve_ms": rv["median_ms"], "wiki_sections": rv["sections"]}
 
 
-def measure_level(n: int, emb, rebuild_max: int) -> dict:
+PARTS = ("probe", "chat", "lint", "rebuild")
+
+
+def measure_level(n: int, emb, rebuild_max: int, parts=PARTS, rebuild_jobs: int = 2) -> dict:
+    """Measure ``parts`` of level ``n``; what was measured before (``measure-N.json``) is kept
+    for the parts not asked for, so ``--parts chat`` re-times chat alone."""
     wiki = ROOT / f"level-{n}" / "wiki"
     if not wiki.is_dir():
         raise SystemExit(f"no snapshot {wiki}: run `bench_growth.py build` first")
@@ -245,68 +282,35 @@ def measure_level(n: int, emb, rebuild_max: int) -> dict:
 
     with open_store(_settings(wiki)) as st:  # read-write: migrates an older snapshot's schema
         papers = len(st.papers())
-    out = {"level": n, "papers": papers, "pages": sum(1 for _ in wiki.glob("*.md")),
-           "disk_per_paper_mb": _du(wiki) / papers / 2**20}
-    print(f"[{n}] probing ingest...", file=sys.stderr)
-    out.update(probe_ingest(wiki, emb))
-    print(f"[{n}] chat and retrieval...", file=sys.stderr)
-    out.update(chat_and_retrieve(wiki))
-    print(f"[{n}] lint, graph stats...", file=sys.stderr)
-    out["lint"] = _run(_cli("lint", "--wiki", str(wiki)))
-    out["graph_stats"] = _run(_cli("graph", "--mode", "stats", "--wiki", str(wiki)))
+        passages = st.conn.execute("SELECT count(*) FROM passages").fetchone()[0]
+    old = ROOT / f"measure-{n}.json"
+    out = json.loads(old.read_text(encoding="utf-8")) if old.is_file() else {}
+    out.update({"level": n, "papers": papers, "passages": passages, "pages": _pages(wiki),
+                "disk_per_paper_mb": _du(wiki) / papers / 2**20})
+    if "probe" in parts:
+        print(f"[{n}] probing ingest...", file=sys.stderr)
+        out.update(probe_ingest(wiki, emb))
+    if "chat" in parts:
+        print(f"[{n}] chat and retrieval...", file=sys.stderr)
+        out.update(chat_and_retrieve(wiki))
+        out["chat_load"] = os.getloadavg()[0]
+    if "lint" in parts:
+        print(f"[{n}] lint, graph stats...", file=sys.stderr)
+        out["lint"], out["lint_cpu"] = _run(_cli("lint", "--wiki", str(wiki)))
+        out["graph_stats"], out["graph_stats_cpu"] = _run(
+            _cli("graph", "--mode", "stats", "--wiki", str(wiki)))
     _save(out)  # what is measured so far survives a failure of the rebuild
-    if papers <= rebuild_max:
-        print(f"[{n}] rebuild...", file=sys.stderr)
+    if "rebuild" in parts and papers <= rebuild_max:
+        print(f"[{n}] rebuild --jobs {rebuild_jobs}...", file=sys.stderr)
         tmp = ROOT / "rebuild"
         shutil.rmtree(tmp, ignore_errors=True)
         shutil.copytree(wiki, tmp / "wiki", ignore=shutil.ignore_patterns("*.lock", "tmp"))
-        out["rebuild"] = _run(_cli("rebuild", "--wiki", str(tmp / "wiki"), "--no-progress"))
+        load0 = os.getloadavg()[0]
+        out["rebuild"], out["rebuild_cpu"] = _run(_cli(
+            "rebuild", "--wiki", str(tmp / "wiki"), "--no-progress", "--jobs", str(rebuild_jobs)))
+        out["rebuild_jobs"], out["rebuild_load"] = rebuild_jobs, [load0, os.getloadavg()[0]]
         shutil.rmtree(tmp, ignore_errors=True)
         _save(out)
-    return out
-
-
-def _cpu_line(rows: list[dict]) -> str:
-    def cpu(r: dict) -> float | None:
-        x = r if "store_cpu" in r else None
-        f = ROOT / f"probe-{r['level']}-ours.json"
-        if x is None and f.is_file():
-            x = json.loads(f.read_text(encoding="utf-8"))
-        return x["store_cpu"] + x["write_cpu"] if x and "store_cpu" in x else None
-
-    first, last = cpu(rows[0]), cpu(rows[-1])
-    if first is None or last is None:
-        return ""
-    return (f"Per-paper ingest + write in CPU seconds, {rows[-1]['papers']} papers vs "
-            f"{rows[0]['papers']}: {last:.2f} s / {first:.2f} s = {last / first:.2f}× (the figure "
-            "to read on a loaded machine; wall times above swing with the neighbours).\n")
-
-
-def _work_table(rows: list[dict]) -> list[str]:
-    """Per-paper write path at each level, CPU seconds (less load-dependent than wall time) and
-    the work counters, for this code and (when measured) main's, on the same probe papers."""
-    def probe(n: int, tag: str) -> dict | None:
-        f = ROOT / f"probe-{n}-{tag}.json"
-        return json.loads(f.read_text(encoding="utf-8")) if f.is_file() else None
-
-    out = ["Per probe paper, CPU seconds of the ingesting process (store only / extractive write) "
-           "and the work that used to grow: section-index rows read by the writer's refreshes, "
-           "`index.md` entries parsed.  `main` is the code before this change, same probes, same "
-           "snapshots.", "",
-           "| papers | this branch: CPU store / write | rows read / entries parsed "
-           "| main: CPU store / write | rows read / entries parsed |", "|---|---|---|---|---|"]
-    for r in rows:
-        ours = r if "store_cpu" in r else probe(r["level"], "ours")
-        main = probe(r["level"], "main")
-
-        def cells(x: dict | None) -> str:
-            if not x:
-                return "not measured | not measured"
-            cpu = (f"{x['store_cpu']:.1f} s / {x['write_cpu']:.1f} s" if "store_cpu" in x
-                   else "not measured")
-            return f"{cpu} | {x['write_rows_read']:.0f} / {x['write_entries_parsed']:.0f}"
-
-        out.append(f"| {r['papers']} | {cells(ours)} | {cells(main)} |")
     return out
 
 
@@ -316,40 +320,67 @@ def _save(row: dict) -> None:
     (ROOT / f"measure-{row['level']}.json").write_text(json.dumps(row), encoding="utf-8")
 
 
+def _f(r: dict, key: str, fmt: str = "{:.1f} s") -> str:
+    return fmt.format(r[key]) if r.get(key) is not None else "not run"
+
+
 def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
     base = rows[0]
     lines = [
         "# Growth: 10, 100, 300 papers (issue 15 item 3)",
         "",
         f"Machine: {machine}. Load while measuring (`uptime`): {load}.",
-        "Produced by `benchmarks/bench_growth.py build` then `measure --write`.",
+        "Produced by `benchmarks/bench_growth.py build` then `measure --write` (see the reading "
+        "below for the exact commands).",
         "",
         *notes,
         "",
-        "| papers | wiki sections | ingest s/paper, store only (× at 10) | + extractive write s/paper (× at 10) "
-        "| chat warm p50 / p95 | retrieve median | recall@5 | lint | graph stats | rebuild | disk/paper "
-        "| index rows read / index.md entries parsed per paper write |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| papers | wiki pages / sections | ingest s/paper, store only (× at 10) "
+        "| + extractive write s/paper (× at 10) | chat warm p50 / p95 (CPU p50; load) | retrieve median "
+        "| recall@5 | disk/paper | index rows read / index.md entries parsed per paper write |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        rb = f"{r['rebuild']:.0f} s" if "rebuild" in r else "not run"
         lines.append(
-            f"| {r['papers']} | {r['wiki_sections']} | {r['store']:.2f} ({r['store'] / base['store']:.2f}×) "
+            f"| {r['papers']} | {r['pages']} / {r['wiki_sections']} "
+            f"| {r['store']:.2f} ({r['store'] / base['store']:.2f}×) "
             f"| {r['write']:.2f} ({r['write'] / base['write']:.2f}×) "
-            f"| {r['chat_p50']:.2f} s / {r['chat_p95']:.2f} s | {r['retrieve_ms']:.0f} ms "
-            f"| {r['recall5']:.3f} (n={r['n_recall']}) | {r['lint']:.1f} s | {r['graph_stats']:.1f} s "
-            f"| {rb} | {r['disk_per_paper_mb']:.2f} MB "
+            f"| {r['chat_p50']:.2f} s / {r['chat_p95']:.2f} s ({r.get('chat_cpu_p50', float('nan')):.2f} s; "
+            f"{r.get('chat_load', float('nan')):.1f}) "
+            f"| {r['retrieve_ms']:.0f} ms | {r['recall5']:.3f} (n={r['n_recall']}) "
+            f"| {r['disk_per_paper_mb']:.2f} MB "
             f"| {r.get('write_rows_read', float('nan')):.0f} / {r.get('write_entries_parsed', float('nan')):.0f} |")
-    lines += ["", *_work_table(rows)]
+    lines += ["", "Wall and CPU seconds (CPU: the process and its worker processes; the figure to "
+              "read on a loaded machine).", "",
+              "| papers | probe CPU s/paper store / write | lint wall / CPU | graph stats wall / CPU "
+              "| rebuild wall / CPU (--jobs) | rebuild s/paper wall / CPU | rebuild CPU ms/passage "
+              "| load during rebuild |",
+              "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        rb = (f"{r['rebuild']:.0f} s / {r['rebuild_cpu']:.0f} s ({r.get('rebuild_jobs', 1)})"
+              if r.get("rebuild_cpu") is not None else "not run")
+        per = (f"{r['rebuild'] / r['papers']:.2f} / {r['rebuild_cpu'] / r['papers']:.2f}"
+               if r.get("rebuild_cpu") is not None else "not run")
+        pp = (f"{1000 * r['rebuild_cpu'] / r['passages']:.0f} ({r['passages']} passages)"
+              if r.get("rebuild_cpu") is not None and r.get("passages") else "not run")
+        rl = (" → ".join(f"{x:.1f}" for x in r["rebuild_load"]) if r.get("rebuild_load")
+              else "")
+        lines.append(f"| {r['papers']} | {r['store_cpu']:.2f} / {r['write_cpu']:.2f} "
+                     f"| {_f(r, 'lint')} / {_f(r, 'lint_cpu')} "
+                     f"| {_f(r, 'graph_stats')} / {_f(r, 'graph_stats_cpu')} | {rb} | {per} | {pp} | {rl} |")
     last = rows[-1]
     total = [(r["store"] + r["write"]) for r in rows]
+    cpu = [(r["store_cpu"] + r["write_cpu"]) for r in rows]
     lines += [
         "",
-        _cpu_line(rows),
-        "Targets: per-paper ingest cost at 300 ≤ 1.2× at 10 (wall, here "
-        f"{total[-1] / total[0]:.2f}× store+write, {last['store'] / base['store']:.2f}× store only); "
-        f"chat warm p50 ≤ 1.5 s at 300 (here {last['chat_p50']:.2f} s); recall@5 ≥ 0.92 "
-        f"(here {last['recall5']:.3f}).",
+        f"Per-paper ingest + write, {last['papers']} papers vs {base['papers']}: wall "
+        f"{total[-1] / total[0]:.2f}×, CPU {cpu[-1]:.2f} s / {cpu[0]:.2f} s = {cpu[-1] / cpu[0]:.2f}×.",
+        "",
+        f"Targets (the largest level measured here: {last['papers']} papers): per-paper ingest "
+        f"cost at 300 ≤ 1.2× at 10 (here {cpu[-1] / cpu[0]:.2f}× CPU, "
+        f"{total[-1] / total[0]:.2f}× wall); chat warm p50 ≤ 1.5 s at 300 (here "
+        f"{last['chat_p50']:.2f} s wall, {last.get('chat_cpu_p50', float('nan')):.2f} s CPU); "
+        f"recall@5 ≥ 0.92 (here {last['recall5']:.3f}).",
         "",
     ]
     return "\n".join(lines)
@@ -370,22 +401,28 @@ def measure(args) -> None:
     if not args.report_only:
         emb = get_embedder(_settings(ROOT / f"level-{SNAPSHOTS[0]}" / "wiki"))
         for n in args.levels:
-            row = measure_level(n, emb, args.rebuild_max)
+            row = measure_level(n, emb, args.rebuild_max, args.parts, args.rebuild_jobs)
             print(json.dumps(row), file=sys.stderr)
     rows = sorted((json.loads(p.read_text(encoding="utf-8")) for p in ROOT.glob("measure-*.json")),
                   key=lambda r: r["level"])
+    rows = [r for r in rows if all(k in r for k in ("store", "chat_p50", "lint"))]  # complete
     machine = f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
     load = "; ".join(f"{r['level']} papers at {r['measured_at']}: load {r['load'][0]:.1f}" for r in rows)
     state = json.loads((ROOT / "state.json").read_text(encoding="utf-8"))
+    written = len(state["written"])
     notes = [
         f"- The library: the 10 real dev papers (written by the extractive writer), then "
         f"{len(state['done'])} generated papers (`benchmarks/growth_corpus.py`, capped at "
-        f"{args.filler_pages} pages for the filler), {len(state['written'])} of them also written "
-        f"(every paper up to {args.write_until} papers in the library"
-        + (f", every {args.write_every}th beyond)." if args.write_every else "; the rest stored only)."),
+        f"{args.filler_pages} pages for the filler), "
+        + ("every one of them also written by the extractive writer (ingested in batches, "
+           "`ingest_batch` with 2 split workers and the writer after each commit, one batch per "
+           "snapshot level)." if written == len(state["done"]) else
+           f"{written} of them also written (the rest stored only)."),
         f"- Ingest per paper: the mean over {len(PROBE_SEEDS)} probe papers (generated, "
         f"{', '.join(map(str, rows[0]['probe_pages']))} pages) ingested into a copy of each level's "
         "wiki, in-process with a warm embedder.",
+        "- Chat: the first 24 dev questions, warm offline engine; rebuild: `episteme rebuild "
+        "--jobs N` on a copy of the level's wiki (all its papers from raw/).",
     ]
     text = report(rows, machine, load, notes)
     print(text)
@@ -399,16 +436,20 @@ def main() -> int:
     b = sub.add_parser("build")
     b.add_argument("--filler-pages", type=int, default=5)
     b.add_argument("--write-every", type=int, default=0, help="beyond --write-until, write every Nth (0: none)")
-    b.add_argument("--write-until", type=int, default=60, help="write every paper up to this many")
+    b.add_argument("--write-until", type=int, default=300, help="write every paper up to this many")
+    b.add_argument("--jobs", type=int, default=2, help="split worker processes of each batch")
     m = sub.add_parser("measure")
     m.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-growth.md")
     m.add_argument("--levels", type=int, nargs="+", default=list(LEVELS))
     m.add_argument("--report-only", action="store_true")
     m.add_argument("--probe-only", metavar="TAG", help="only the probe ingests, saved as probe-N-TAG.json")
-    m.add_argument("--rebuild-max", type=int, default=10, help="rebuild only levels up to N papers")
+    m.add_argument("--rebuild-max", type=int, default=300, help="rebuild only levels up to N papers")
+    m.add_argument("--rebuild-jobs", type=int, default=2, help="rebuild's --jobs")
+    m.add_argument("--parts", nargs="+", choices=PARTS, default=list(PARTS),
+                   help="what to measure (the rest of a level's row is kept from before)")
     m.add_argument("--filler-pages", type=int, default=5)
     m.add_argument("--write-every", type=int, default=0)
-    m.add_argument("--write-until", type=int, default=60)
+    m.add_argument("--write-until", type=int, default=300)
     args = ap.parse_args()
     (build if args.cmd == "build" else measure)(args)
     return 0

@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from ingested_wiki import wiki_settings
 from pdfgen import make_paper_pdf, varied_paper
@@ -380,3 +381,139 @@ def test_zotero_folder_without_database_is_a_clear_error(tmp_path):
     (tmp_path / "storage").mkdir()
     proc = _cli("ingest", "--zotero", str(tmp_path), "--wiki", str(tmp_path / "w"))
     assert proc.returncode != 0 and "no zotero.sqlite" in json.loads(proc.stdout)["error"]
+
+
+def _add_linked(lib: _ZoteroLibrary, key: str, att_key: str, stored_path: str, *,
+                fields: dict[str, str], creators: list[tuple[str, str, str]]) -> None:
+    """A linked-file attachment (linkMode 2): the PDF stays where ``stored_path`` says."""
+    item = lib._id()
+    lib.db.execute("INSERT INTO items (itemID, itemTypeID, libraryID, key) VALUES (?,2,1,?)",
+                   (item, key))
+    for name, value in fields.items():
+        lib.db.execute("INSERT INTO itemData VALUES (?, ?, ?)",
+                       (item, lib.FIELDS.index(name) + 1, lib._value(value)))
+    for i, (first, last, _kind) in enumerate(creators):
+        cid = lib.db.execute("INSERT INTO creators (firstName, lastName, fieldMode) "
+                             "VALUES (?, ?, 0)", (first, last)).lastrowid
+        lib.db.execute("INSERT INTO itemCreators VALUES (?, ?, 1, ?)", (item, cid, i))
+    att = lib._id()
+    lib.db.execute("INSERT INTO items (itemID, itemTypeID, libraryID, key) VALUES (?,3,1,?)",
+                   (att, att_key))
+    lib.db.execute("INSERT INTO itemAttachments (itemID, parentItemID, linkMode, contentType, "
+                   "path) VALUES (?, ?, 2, 'application/pdf', ?)", (att, item, stored_path))
+    lib.db.commit()
+
+
+def test_zotero_linked_files_absolute_and_relative_to_the_base_directory(tmp_path):
+    root = tmp_path / "Zotero"
+    lib = _ZoteroLibrary(root)
+    for d in ("gen", "My Papers/loose", "Linked Base/deep/er"):
+        (tmp_path / d).mkdir(parents=True)
+    stored = make_paper_pdf(tmp_path / "gen" / "stored.pdf", varied_paper(311))
+    lib.add("STOREDIT", "STOR2345", stored, fields={"title": "Stored Copy Paper"},
+            creators=[("Ada", "Stone", "author")])
+    elsewhere = tmp_path / "My Papers"
+    absolute = make_paper_pdf(elsewhere / "loose" / "absolute one.pdf",
+                              varied_paper(312, "Absolute Linked Paper"))
+    _add_linked(lib, "ABSITEM1", "ABSATT01", str(absolute),
+                fields={"title": "Absolute Linked Paper", "date": "2021", "citationKey": "abs2021"},
+                creators=[("Lin", "Kaur", "author")])
+    base = tmp_path / "Linked Base"
+    make_paper_pdf(base / "deep" / "er" / "relative.pdf", varied_paper(313, "Relative Linked"))
+    _add_linked(lib, "RELITEM1", "RELATT01", "attachments:deep/er/relative.pdf",
+                fields={"title": "Relative Linked Paper", "date": "2022-03-01",
+                        "DOI": "10.1000/rel.2022"},
+                creators=[("Omar", "Haddad", "author")])
+    _add_linked(lib, "GONEABS1", "GONEATT1", str(tmp_path / "unplugged drive" / "gone.pdf"),
+                fields={"title": "On A Disconnected Drive"}, creators=[("X", "Y", "author")])
+    _add_linked(lib, "GONEREL1", "GONEATT2", "attachments:not/there.pdf",
+                fields={"title": "Moved Away"}, creators=[("Z", "W", "author")])
+    # Zotero's settings: a profile of this user (HOME) whose data folder is this library
+    home = tmp_path / "home"
+    profile = home / ".zotero" / "zotero" / "x1y2z3.default"
+    profile.mkdir(parents=True)
+    (profile / "prefs.js").write_text(
+        "// Mozilla User Preferences\n"
+        f'user_pref("extensions.zotero.baseAttachmentPath", {json.dumps(str(base))});\n'
+        f'user_pref("extensions.zotero.dataDir", {json.dumps(str(root))});\n'
+        'user_pref("extensions.zotero.saveRelativeAttachmentPath", true);\n', encoding="utf-8")
+    env = {**_env(), "HOME": str(home)}
+    wiki = tmp_path / "w"
+    proc = _cli("ingest", "--zotero", str(root), "--wiki", str(wiki), "--no-progress",
+                "--jobs", "2", env=env)
+    assert proc.returncode == 0, proc.stderr  # missing linked files do not fail the batch
+    out = json.loads(proc.stdout)
+    z = out["zotero"]
+    assert z["linked_files"] == 4 and z["linked_found"] == 2
+    assert z["linked_base"] == str(base) and z["linked_base_from"] == str(profile / "prefs.js")
+    by_paper = {p["paper"]: p for p in out["papers"]}
+    assert len(by_paper) == 3 and "abs2021.pdf" in by_paper, sorted(by_paper)
+    rel = next(p for p in out["papers"] if p["meta"].get("zotero_key") == "RELATT01")
+    assert rel["title"] == "Relative Linked Paper" and rel["authors"] == ["Omar Haddad"]
+    assert rel["meta"]["doi"] == "10.1000/rel.2022" and rel["meta"]["year"] == 2022
+    assert by_paper["abs2021.pdf"]["file_given"] == str(absolute)
+    missing = {m["zotero_key"]: m for m in z["linked_missing"]}
+    assert set(missing) == {"GONEATT1", "GONEATT2"}
+    assert "not found" in missing["GONEATT1"]["error"]
+    assert missing["GONEATT2"]["file"] == str(base / "not" / "there.pdf")
+    assert missing["GONEATT1"]["title"] == "On A Disconnected Drive"
+    assert proc.stderr.count("missing    ") == 2  # one line per missing file
+
+    # no prefs.js to be found: the relative one is reported with what to do, the rest goes on
+    bare = {**_env(), "HOME": str(tmp_path / "nobody")}
+    again = _cli("ingest", "--zotero", str(root), "--wiki", str(wiki), "--no-progress", env=bare)
+    assert again.returncode == 0, again.stderr
+    z2 = json.loads(again.stdout)["zotero"]
+    assert z2["linked_base"] is None and z2["linked_found"] == 1
+    why = {m["zotero_key"]: m["error"] for m in z2["linked_missing"]}
+    assert "--zotero-base" in why["RELATT01"] and "--zotero-base" in why["GONEATT2"]
+    # --zotero-base says where: everything found is already in
+    third = _cli("ingest", "--zotero", str(root), "--zotero-base", str(base), "--wiki", str(wiki),
+                 "--no-progress", env=bare)
+    assert third.returncode == 0, third.stderr
+    res = json.loads(third.stdout)
+    assert res["counts"]["unchanged"] == 3 and res["zotero"]["linked_base_from"] == "--zotero-base"
+    assert len(res["zotero"]["linked_missing"]) == 2
+    bad = _cli("ingest", "--zotero", str(root), "--zotero-base", str(tmp_path / "nope"),
+               "--wiki", str(wiki), "--no-progress", env=bare)
+    assert bad.returncode != 0 and "--zotero-base" in json.loads(bad.stdout)["error"]
+
+
+def test_rebuild_with_worker_processes_matches_the_serial_rebuild(tmp_path, embedder):
+    """``episteme rebuild --jobs 2``: the same rows and vectors as ``--jobs 1``, in raw/'s
+    order; a damaged PDF in raw/ is one failed entry, the rest rebuilt."""
+    from episteme.ingest.batch import ingest_batch
+    from episteme.ingest.pipeline import rebuild
+    from episteme.stores.sqlite import open_store
+    from episteme.stores.vectors import forget_clients, open_vectors
+
+    src = tmp_path / "lib"
+    _papers(src, range(40, 44), nested=False)
+    s = wiki_settings(tmp_path / "w")
+    assert ingest_batch(s, [src], jobs=1, progress=False, embedder=embedder)["status"] == "ok"
+    (s.raw_dir / "broken.pdf").write_bytes(b"%PDF-1.4\n" + b"\x00garbage" * 50)
+
+    def snapshot() -> tuple:
+        with open_store(s, readonly=True) as st:
+            rows = [(x["section_id"], x["title"]) for x in st.sections()]
+            passages = {p["id"]: p["text"] for p in st.passages()}
+        forget_clients()
+        got = open_vectors(s, embedder).get(include_embeddings=True)
+        vecs = {i: np.round(np.asarray(v), 5).tolist()
+                for i, v in zip(got["ids"], got["embeddings"], strict=True)}
+        return rows, passages, vecs
+
+    serial = rebuild(s, progress=False, embedder=embedder, jobs=1)
+    first = snapshot()
+    parallel = rebuild(s, progress=False, embedder=embedder, jobs=2)
+    assert [p["paper"] for p in parallel["papers"]] == [p["paper"] for p in serial["papers"]]
+    assert len(parallel["papers"]) == 4
+    assert [f["paper"] for f in parallel["failed"]] == ["broken.pdf"] == [
+        f["paper"] for f in serial["failed"]]
+    assert snapshot() == first
+    with open_store(s, readonly=True) as st:  # the answerer's sentence vectors are rebuilt too
+        papers = {r[0] for r in st.conn.execute("SELECT DISTINCT paper_id FROM sentence_vectors")}
+    assert papers == {p["paper"] for p in parallel["papers"]}
+    assert parallel["passages"] == serial["passages"] == len(first[1]) > 0
+    proc = _cli("rebuild", "--jobs", "0", "--wiki", str(tmp_path / "w"))
+    assert proc.returncode != 0 and "--jobs" in json.loads(proc.stdout)["error"]

@@ -573,3 +573,26 @@ def test_a_topic_above_the_merge_threshold_joins_the_existing_section(writer_sta
     sec = next(s for s in _sections(wiki, updates[0].page) if s.id == best[1])
     assert "From [[papers/attention-is-all-you-need|" in sec.body and "From [[papers/bert|BERT]]" in sec.body
     assert check_index_consistency(wiki) == []
+
+
+def test_a_merge_checks_only_the_text_it_adds(writer_stages, tmp_path, embedder, monkeypatch):
+    """The write-time claim check of an update checks the paragraphs the write adds, against
+    the section's sources after the write: the quotes already there (from the other paper) are
+    neither re-checked against the new paper alone (false "contradicted") nor re-verified at
+    every later merge (a cost that grew with the library)."""
+    from episteme.compile import extractive
+    from episteme.compile.writer import write_paper
+
+    wiki = _copy(writer_stages, "after_attention", tmp_path)
+    settings = load_settings(wiki, env={}, dotenv=None)
+    # BERT's closest topic merges once the threshold is just below its similarity
+    plan = extractive.plan_extractive(settings, BERT, embedder=embedder,
+                                      today=dt.date.fromisoformat(DATE))
+    closest = [re.search(r"closest: (sec_\d+), similarity ([\d.]+)", d.reason) for d in plan.decisions]
+    monkeypatch.setattr(extractive, "MERGE_SIMILARITY", max(float(m[2]) for m in closest if m) - 0.001)
+    out = write_paper(settings, BERT, writer="extractive", dry_run=True, embedder=embedder,
+                      today=dt.date.fromisoformat(DATE))
+    merged = {d["page"] for d in out["plan"] if d["action"] == "update"}
+    assert merged
+    # (the new paper's own new sections may have findings of their own: not this test's matter)
+    assert [f for f in out["claim_findings"] if f["file"] in merged and f["rule"] != "claim-located"] == []

@@ -15,7 +15,10 @@ Several files, a folder (searched recursively for ``*.pdf``), ``--jobs N`` or ``
 make it a batch (:func:`episteme.ingest.batch.ingest_batch`): one progress bar, a status line
 per file, PDFs split in ``N`` worker processes, a bad file reported and skipped; the JSON is a
 summary (``papers``: one entry per stored file, ``failed``: which and why) and the exit status
-is 1 if any file failed.  Interrupted (Ctrl-C, a crash)?  Run the same command again: finished
+is 1 if any file failed.  Zotero linked files (kept outside ``storage/``) are ingested too: their
+paths are absolute or relative to the base directory of Zotero's settings (``--zotero-base DIR``,
+else read from ``prefs.js``); one that is not there is listed in ``zotero.linked_missing`` with
+the reason and does not fail the batch.  Interrupted (Ctrl-C, a crash)?  Run the same command again: finished
 papers are ``unchanged``, the rest are ingested, nothing is half-written.
 """
 
@@ -32,6 +35,9 @@ def build_parser() -> ArgumentParser:
                    help="batch: worker processes splitting PDFs (default: one per core)")
     p.add_argument("--zotero", default=None, metavar="ZOTERO_DIR",
                    help="ingest a Zotero data folder's storage/*/ PDFs with their Zotero metadata")
+    p.add_argument("--zotero-base", default=None, metavar="DIR",
+                   help="with --zotero: the linked attachment base directory (default: Zotero's "
+                        "prefs.js)")
     p.add_argument("--force", action="store_true", help="redo even when the file is unchanged")
     p.add_argument("--no-outline", action="store_true", help="ignore the PDF outline/bookmarks")
     p.add_argument("--name", default=None, help="store under this file name (one PDF only)")
@@ -76,6 +82,19 @@ def _is_batch(args) -> bool:
                 or (args.pdf[0] != "-" and Path(args.pdf[0]).is_dir()))
 
 
+def _say_missing(missing: list[dict]) -> None:
+    """One stderr line per linked Zotero file that is not there (the batch goes on without it;
+    the JSON lists them under ``zotero.linked_missing``)."""
+    import sys
+
+    from ..cliutil import sanitize_terminal
+
+    for m in missing:
+        print(sanitize_terminal(f"missing    {m['file']}: {m['error']} (Zotero item "
+                                f"{m['zotero_key']}: {m['title'] or 'untitled'})"),
+              file=sys.stderr, flush=True)
+
+
 def _batch(settings, args) -> int:
     """Several files / folders / a Zotero library: :func:`episteme.ingest.batch.ingest_batch`."""
     from ..errors import UsageError
@@ -89,10 +108,13 @@ def _batch(settings, args) -> int:
     if args.zotero:
         from ..ingest.zotero import zotero_library
 
-        lib = zotero_library(args.zotero)
-        metadata, names, files = lib["metadata"], lib["names"], lib["files"]
         if args.pdf:
             raise UsageError("--zotero takes the Zotero folder alone (no other files)")
+        lib = zotero_library(args.zotero, base_dir=args.zotero_base)
+        metadata, names, files = lib["metadata"], lib["names"], lib["files"]
+        _say_missing(lib["linked_missing"])
+    elif args.zotero_base:
+        raise UsageError("--zotero-base needs --zotero")
     result = ingest_batch(settings, args.pdf, jobs=args.jobs, force=args.force,
                           use_outline=not args.no_outline, progress=not args.no_progress,
                           metadata=metadata, names=names, files=files,

@@ -11,6 +11,8 @@ from ._stores import add_store_options, settings_from_args
 def build_parser() -> ArgumentParser:
     p = ArgumentParser(prog="episteme rebuild", description=__doc__.splitlines()[0])
     p.add_argument("--no-outline", action="store_true", help="ignore the PDF outlines")
+    p.add_argument("--jobs", "-j", type=int, default=1,
+                   help="worker processes splitting PDFs (default 1; one per core is fastest)")
     add_store_options(p)
     return p
 
@@ -18,10 +20,13 @@ def build_parser() -> ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
+        from ..errors import UsageError
         from ..ingest.pipeline import rebuild
 
+        if args.jobs < 1:
+            raise UsageError("--jobs must be at least 1")
         out = rebuild(settings_from_args(args), progress=not args.no_progress,
-                      use_outline=not args.no_outline)
+                      use_outline=not args.no_outline, jobs=args.jobs)
         print_json(out)
         return 1 if out["failed"] else 0
 

@@ -565,8 +565,10 @@ def write_paper(
 
         checker = ClaimChecker(settings, embedder=embedder)
         try:
-            found = [f for d in plan.decisions
-                     for f in check_body(settings, d.body, d.sources, checker=checker, page=d.page)]
+            found = []
+            for d in plan.decisions:
+                body, sources = _text_to_check(wiki, d)
+                found += check_body(settings, body, sources, checker=checker, page=d.page)
         finally:
             checker.close()
         out["claim_findings"] = found
@@ -586,6 +588,26 @@ def write_paper(
     if usage is not None:
         out["llm_usage"] = usage
     return out
+
+
+def _text_to_check(wiki: Path, d: Decision) -> tuple[str, list[str]]:
+    """What the write-time claim check of ``d`` reads: for an update, only the paragraphs it
+    adds to the section, with the sources the section has after the write (the old text was
+    checked when it was written; checking all of it against the new paper alone both reported
+    the other papers' quotes as contradicted and cost more at each merge as sections grew).
+    A section that cannot be read is checked whole."""
+    if d.action != "update" or not d.section_id:
+        return d.body, list(d.sources)
+    from ..wiki.sections import parse_page
+
+    try:
+        parsed = parse_page((Path(wiki) / d.page).read_text(encoding="utf-8"), strict=False)
+        old = next(x for x in parsed.sections if x.id == d.section_id)
+    except (OSError, UnicodeDecodeError, StopIteration, EpistemeError):
+        return d.body, list(d.sources)
+    had = {p.strip() for p in re.split(r"\n\s*\n", old.body) if p.strip()}
+    added = [p for p in re.split(r"\n\s*\n", d.body) if p.strip() and p.strip() not in had]
+    return "\n\n".join(added), list(dict.fromkeys([*old.sources, *d.sources]))
 
 
 # ------------------------------------------------------------------------- the agent's plan

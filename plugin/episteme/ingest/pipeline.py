@@ -640,14 +640,15 @@ def _clean_temps(settings, keep: set[str]) -> list[str]:
 def _raw_passages(settings):
     """The passage collection without binding it to a model (recovery must work whatever the
     configured embedder is); ``None`` when it does not exist."""
-    from ..stores.vectors import PASSAGES, make_client
+    from ..stores.vectors import PASSAGES, make_client, physical_name
 
-    return _raw_collection(make_client(settings), PASSAGES)
+    client = make_client(settings)
+    return _raw_collection(client, physical_name(settings, PASSAGES, client))
 
 
 def _set_paper_vectors(settings, paper_id: str, staged: dict | None, model: str | None) -> None:
     """Make the passage collection hold exactly ``staged`` for ``paper_id``."""
-    from ..stores.vectors import PASSAGES, _add_batches, make_client, mark_written
+    from ..stores.vectors import PASSAGES, _add_batches, make_client, mark_written, physical_name
 
     col = _raw_passages(settings)
     ids = list((staged or {}).get("ids") or [])
@@ -656,7 +657,7 @@ def _set_paper_vectors(settings, paper_id: str, staged: dict | None, model: str 
             return
         dim = int(staged["embeddings"].shape[1])
         col = make_client(settings).get_or_create_collection(
-            PASSAGES, configuration={"hnsw": {"space": "cosine"}},
+            physical_name(settings, PASSAGES), configuration={"hnsw": {"space": "cosine"}},
             metadata={"embedding_model": model, "dim": dim}, embedding_function=None)
     col.delete(where={"paper": paper_id})
     if ids:
@@ -925,12 +926,54 @@ def _recover_raw_for_rebuild(settings) -> None:
     _clean_temps(settings, set())
 
 
+def _split_each(settings, papers: list[Path], *, jobs: int, use_outline: bool):
+    """``(path, ("ok", SplitResult, seconds) | ("error", message, kind))`` for each of
+    ``papers`` in order; with ``jobs`` > 1 the splitting runs in spawned worker processes (the
+    batch's), at most ``jobs + 2`` papers ahead of the caller."""
+    from .batch import _split_job, _worker_init
+
+    args = (use_outline, settings.max_pages, settings.max_pdf_bytes)
+    if jobs <= 1 or len(papers) <= 1:
+        for path in papers:
+            yield path, _split_job(str(path), *args)
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    pool = ProcessPoolExecutor(max_workers=min(jobs, len(papers)), initializer=_worker_init,
+                               mp_context=multiprocessing.get_context("spawn"))
+    try:
+        ahead: list = []
+        queue = list(papers)
+        while queue or ahead:
+            while queue and len(ahead) < jobs + 2:
+                path = queue.pop(0)
+                ahead.append((path, pool.submit(_split_job, str(path), *args)))
+            path, fut = ahead.pop(0)
+            try:
+                outcome = fut.result()
+            except Exception as e:  # noqa: BLE001 - a worker died (killed, out of memory)
+                outcome = ("error", f"the splitter process failed: {type(e).__name__}: {e}", None)
+            yield path, outcome
+    except BaseException:
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+
+
 def _fresh_vectors(settings, embedder) -> tuple[object, bool, str | None]:
     """An open vector store with an empty passage collection.  When Chroma cannot be opened or
     emptied (a truncated or corrupt ``chroma.sqlite3``), the embedded store folder is moved
     aside (``chroma.broken-<time>``) and a new one created.  Returns (vectors, wiki sections
     dropped, where the broken store went)."""
-    from ..stores.vectors import PASSAGES, WIKI_SECTIONS, forget_clients, make_client, open_vectors
+    from ..stores.vectors import (
+        PASSAGES,
+        WIKI_SECTIONS,
+        forget_clients,
+        make_client,
+        open_vectors,
+        physical_name,
+    )
 
     def attempt():
         client = make_client(settings)
@@ -938,7 +981,7 @@ def _fresh_vectors(settings, embedder) -> tuple[object, bool, str | None]:
         vectors.drop(PASSAGES)
         vectors.count(PASSAGES)  # reads the store: fails here if it is damaged
         dropped = False
-        col = _raw_collection(client, WIKI_SECTIONS)
+        col = _raw_collection(client, physical_name(settings, WIKI_SECTIONS, client))
         if col is not None and (col.metadata or {}).get("embedding_model") != embedder.name:
             vectors.drop(WIKI_SECTIONS)  # other model: useless, re-embedded by the wiki indexer
             dropped = True
@@ -964,12 +1007,14 @@ def _fresh_vectors(settings, embedder) -> tuple[object, bool, str | None]:
     return vectors, True, str(aside)
 
 
-def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedder=None) -> dict:
+def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedder=None,
+            jobs: int = 1) -> dict:
     """Recreate SQLite and the passage collection from ``raw/`` alone (e.g. after an embedding
     model change, a lost or damaged database).  The new SQLite file is built beside the old one
     and swapped in at the end (the old one, even if unreadable, is never opened); a Chroma store
     that cannot be opened is moved aside and recreated; a paper that fails to split is reported
-    and skipped."""
+    and skipped.  ``jobs`` > 1 splits the PDFs in that many worker processes (as a batch ingest
+    does) while this process embeds and writes, in raw/'s order."""
     from ..stores.embedding import get_embedder
     from ..stores.sqlite import Store
     from ..stores.vectors import PASSAGES
@@ -991,13 +1036,19 @@ def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedd
 
             bar = tqdm(total=len(papers), desc="rebuild", unit="paper", file=sys.stderr)
         with Store(new_db) as store:
-            for path in papers:
+            for path, outcome in _split_each(settings, papers, jobs=jobs,
+                                             use_outline=use_outline):
                 try:
+                    if outcome[0] == "error":
+                        raise EpistemeError(outcome[1])
                     data = path.read_bytes()
-                    prepared = _prepare(settings, path.name, path, sha256_bytes(data), embedder,
-                                        use_outline=use_outline, progress=False)
+                    prepared = prepare_split(path.name, outcome[1], sha256_bytes(data), embedder)
+                    prepared.embeddings = embedder.encode(prepared.documents, batch_size=32,
+                                                          progress=False)
                     with store.transaction():
                         store.write_paper(prepared.paper, prepared.sections)
+                        if prepared.sentence_rows is not None:  # computed: keep them
+                            store.write_sentence_vectors(prepared.sentence_rows)
                     vectors.add(prepared.ids, prepared.embeddings, prepared.metadatas,
                                 prepared.documents)
                     done.append({"paper": path.name, "sections": len(prepared.sections),

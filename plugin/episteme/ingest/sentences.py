@@ -80,8 +80,15 @@ def rows_for(papers: dict[str, Sequence[tuple[str, str, str]]], embedder) -> lis
             sents = [] if kind in SKIP_KINDS else section_sentences(text or "")
             plan.append((sid, pid, sents))
             texts.extend(s for _a, _b, s in sents)
-    vecs = (np.asarray(embedder.encode(texts, batch_size=32), dtype=np.float32) if texts
-            else np.zeros((0, embedder.dim), np.float32))
+    # an embedder that reports progress (the server's jobs) is told these are sentences, so a
+    # job's "sections done", counted in passages, does not jump back while they are embedded
+    counting = getattr(embedder, "encode_counting", None)
+    if not texts:
+        vecs = np.zeros((0, embedder.dim), np.float32)
+    elif counting is not None:
+        vecs = np.asarray(counting(texts, "sentences", 32), dtype=np.float32)
+    else:
+        vecs = np.asarray(embedder.encode(texts, batch_size=32), dtype=np.float32)
     rows, at = [], 0
     for sid, pid, sents in plan:
         n = len(sents)

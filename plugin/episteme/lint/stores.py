@@ -121,11 +121,12 @@ def _unknown_sources(root: str, papers: set[str]) -> list[Finding]:
 
 
 def _passages_collection(settings):
-    from ..stores.vectors import PASSAGES, make_client
+    from ..stores.vectors import PASSAGES, make_client, physical_name
 
     client = make_client(settings)
     try:
-        return client.get_collection(PASSAGES, embedding_function=None)
+        return client.get_collection(physical_name(settings, PASSAGES, client),
+                                     embedding_function=None)
     except Exception:
         return None
 

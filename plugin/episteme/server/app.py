@@ -341,21 +341,25 @@ class _ProgressEmbedder:
         return getattr(self._inner, name)
 
     def encode(self, texts, batch_size: int = 32, progress: bool = False):
+        return self.encode_counting(texts, "passages", batch_size)
+
+    def encode_counting(self, texts, unit: str, batch_size: int = 32):
+        """Encode ``texts`` reporting them as ``unit`` embedded / total: only ``passages``
+        move the job's sections done (the answerer's sentence vectors are another count)."""
         import numpy as np
 
         texts = list(texts)
-        self._job.progress("embedding", 0, len(texts), "passages")
+        self._job.progress("embedding", 0, len(texts), unit)
         if len(texts) <= self.SLICE:
             out = self._inner.encode(texts, batch_size=batch_size, progress=False)
-            self._job.progress("embedding", len(texts), len(texts), "passages")
+            self._job.progress("embedding", len(texts), len(texts), unit)
             return out
         parts = []
         for start in range(0, len(texts), self.SLICE):
             self._job.check()
             parts.append(self._inner.encode(texts[start:start + self.SLICE],
                                             batch_size=batch_size, progress=False))
-            self._job.progress("embedding", min(start + self.SLICE, len(texts)), len(texts),
-                               "passages")
+            self._job.progress("embedding", min(start + self.SLICE, len(texts)), len(texts), unit)
         return np.concatenate(parts, axis=0)
 
 

@@ -7,6 +7,14 @@ dimension in its metadata; opening it with another model is an error that names
 
 Embedded ``PersistentClient`` under ``settings.chroma_path`` by default; ``chroma_host`` /
 ``chroma_port`` switch to an ``HttpClient`` against a Chroma server.
+
+**Several wikis on one server.**  An embedded store lives inside its wiki (``.episteme/chroma``),
+so its collections keep the plain names ``passages`` and ``wiki_sections``.  On a Chroma server
+every wiki's collections are named with the wiki's id (``passages_<id>``, see :func:`wiki_id`),
+so any number of wikis share one server without seeing each other's vectors.  A wiki that used a
+server before ids existed (plain ``passages`` there) is migrated the first time it opens the
+server, without re-embedding: the collection is renamed when it holds only this wiki's papers,
+else this wiki's vectors are copied out of it (see :func:`physical_name`).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from ..errors import EpistemeError, MissingDependencyError
 
 PASSAGES = "passages"
 WIKI_SECTIONS = "wiki_sections"
+WIKI_ID_FILE = "wiki-id"
 _BATCH = 1000  # Chroma rejects very large single adds; stay well under its max batch size
 
 
@@ -184,6 +193,134 @@ def forget_clients() -> None:
     with _CLIENTS_LOCK:
         _CLIENTS.clear()
         _SEEN.clear()
+        _RESOLVED.clear()
+
+
+def wiki_id(settings, *, create: bool = True) -> str | None:
+    """This wiki's stable id (16 hex digits), kept in ``<wiki>/.episteme/wiki-id``.
+
+    Why a file in the wiki folder and not a row in SQLite: SQLite is derived and ``rebuild``
+    makes a new one; the id names the wiki's collections on a shared Chroma server and must
+    survive a rebuild or a lost database.  Created on first need (``create``), race-free: the
+    first writer wins (``O_EXCL``) and everyone reads its id.  A copied wiki folder keeps the id,
+    so two copies on one server share collections: give the copy a new id by deleting the file.
+    """
+    import re
+    import secrets
+
+    path = settings.data_dir / WIKI_ID_FILE
+    for _ in range(2):
+        try:
+            text = path.read_text(encoding="ascii").strip()
+        except FileNotFoundError:
+            text = None
+        except (OSError, UnicodeDecodeError) as e:
+            raise EpistemeError(f"cannot read the wiki id {path}: {e}") from e
+        if text is not None:
+            if not re.fullmatch(r"[0-9a-f]{8,32}", text):
+                raise EpistemeError(f"{path} does not hold a wiki id ({text[:40]!r}); delete it "
+                                    "to make a new one (the wiki's server collections then start "
+                                    "empty: run `episteme rebuild`)")
+            return text
+        if not create:
+            return None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0),
+                         0o644)
+        except FileExistsError:
+            continue  # another process made it first: read its id
+        except OSError as e:
+            raise EpistemeError(f"cannot create the wiki id {path} (it names this wiki's "
+                                f"collections on the Chroma server): {e}") from e
+        with os.fdopen(fd, "w", encoding="ascii") as f:
+            f.write(secrets.token_hex(8) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+    return path.read_text(encoding="ascii").strip()
+
+
+_RESOLVED: dict[tuple, str] = {}  # (client key, wiki id, logical name) -> migrated already
+
+
+def physical_name(settings, name: str, client=None) -> str:
+    """The Chroma collection that holds the wiki's logical collection ``name``.
+
+    Embedded store: ``name`` itself.  Chroma server: ``<name>_<wiki id>``, migrating once per
+    process a plain-named collection left by an older version (see the module docstring):
+    renamed when every paper in it belongs to this wiki (its SQLite holds them), else this
+    wiki's passages are copied out (vectors as stored: no re-embedding) and the plain collection
+    is left for the other wikis that wrote into it.  The wiki-section collection follows a rename;
+    when it cannot be renamed the wiki indexer re-embeds it on its next refresh."""
+    key = _client_key(settings)
+    if key[0] == "local":
+        return name
+    new = f"{name}_{wiki_id(settings)}"
+    cache_key = (key, new)
+    if cache_key in _RESOLVED:
+        return new
+    client = client or make_client(settings)
+    try:
+        _migrate_plain(settings, client, name, new)
+    except EpistemeError:
+        raise
+    except Exception as e:
+        raise EpistemeError(f"cannot move the wiki's vectors from Chroma collection {name!r} to "
+                            f"{new!r} on the server: {e}") from e
+    _RESOLVED[cache_key] = new
+    return new
+
+
+def _get(client, name: str):
+    try:
+        return client.get_collection(name, embedding_function=None)
+    except Exception:  # NotFound differs between client kinds and versions
+        return None
+
+
+def _migrate_plain(settings, client, name: str, new: str) -> None:
+    if _get(client, new) is not None:
+        return
+    plain = _get(client, name)
+    if plain is None:
+        return
+    if name == WIKI_SECTIONS:
+        # the section index is this wiki's only if the passages were wholly this wiki's
+        physical_name(settings, PASSAGES, client)
+        if _get(client, PASSAGES) is None:
+            plain.modify(name=new)
+        return
+    mine = _own_papers(settings)
+    theirs = {m.get("paper") for m in (plain.get(include=["metadatas"])["metadatas"] or []) if m}
+    if theirs <= mine:
+        plain.modify(name=new)  # a rename: nothing copied, nothing re-embedded
+        return
+    if not mine & theirs:
+        return  # nothing of ours in it: the collection is created when first written
+    col = client.get_or_create_collection(new, configuration={"hnsw": {"space": "cosine"}},
+                                          metadata=dict(plain.metadata or {}),
+                                          embedding_function=None)
+    for paper in sorted(mine & theirs):
+        got = plain.get(where={"paper": paper}, include=["embeddings", "metadatas", "documents"])
+        if got["ids"]:
+            _add_batches(col, got["ids"], got["embeddings"], got["metadatas"], got["documents"])
+
+
+def _own_papers(settings) -> set[str]:
+    """The papers this wiki holds (its SQLite, else its raw/ folder)."""
+    import sqlite3
+
+    if settings.sqlite_path.is_file():
+        try:
+            conn = sqlite3.connect(f"file:{settings.sqlite_path.as_posix()}?mode=ro", uri=True)
+            try:
+                return {r[0] for r in conn.execute("SELECT id FROM papers")}
+            finally:
+                conn.close()
+        except sqlite3.Error:
+            pass
+    raw = settings.raw_dir
+    return {p.name for p in raw.iterdir() if p.is_file()} if raw.is_dir() else set()
 
 
 class VectorStore:
@@ -212,7 +349,7 @@ class VectorStore:
             return col
         try:
             col = self.client.get_or_create_collection(
-                name,
+                physical_name(self.settings, name, self.client),
                 configuration={"hnsw": {"space": "cosine"}},
                 metadata={"embedding_model": self.model_name, "dim": self.dim},
                 embedding_function=None,
@@ -236,7 +373,7 @@ class VectorStore:
         self._refresh()
         self._collections.pop(name, None)
         try:
-            self.client.delete_collection(name)
+            self.client.delete_collection(physical_name(self.settings, name, self.client))
         except Exception as e:  # NotFound differs between client kinds
             if "does not exist" not in str(e).lower() and "not found" not in str(e).lower():
                 raise
