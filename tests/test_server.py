@@ -232,8 +232,10 @@ def test_wiki_listing_and_pages(live):
     status, body, _ = request("GET", live.url + "/wiki")
     assert status == 200 and body["count"] == len(body["pages"]) > 5
     by_id = {p["page"]: p for p in body["pages"]}
-    paper_pages = [p for p in body["pages"] if p["page"].startswith("papers/")]
-    assert paper_pages and all(p["type"] == "paper" for p in paper_pages)
+    # papers/ holds each paper's page and the pages of its own results, setup and data
+    paper_pages = [p for p in body["pages"] if p["page"].startswith("papers/") and p["type"] == "paper"]
+    children = [p for p in body["pages"] if p["page"].startswith("papers/") and p["type"] != "paper"]
+    assert len(paper_pages) >= 2 and children and all(p["type"] in ("result", "setup", "dataset") for p in children)
     assert all(isinstance(p["tags"], list) and p["title"] for p in body["pages"])
 
     page_id = paper_pages[0]["page"]
