@@ -185,7 +185,8 @@ def test_not_covered_by_retrieval_abstains_naming_topics(engine):
     sections = engine.retrieve(q)["sections"]
     off = OfflineAnswerer(engine.settings, engine.embedder, engine.tracer)
     covered = off.answer(q, sections, covered=True, explain=True)
-    assert covered["candidates"][0]["score"] < MIN_EVIDENCE_UNCOVERED
+    # abstention reads the hand-set evidence score, not the fitted ranking score
+    assert max(c["evidence"] for c in covered["candidates"]) < MIN_EVIDENCE_UNCOVERED
     res = off.answer(q, sections, covered=False)
     assert res["abstained"] and res["answer"].startswith(NO_ANSWER)
     assert sections[0]["title"] in res["answer"]
@@ -197,7 +198,7 @@ def test_clear_evidence_answers_past_not_covered(engine):
     sections = engine.retrieve(q)["sections"]
     off = OfflineAnswerer(engine.settings, engine.embedder, engine.tracer)
     res = off.answer(q, sections, covered=False, explain=True)
-    assert res["candidates"][0]["score"] >= MIN_EVIDENCE_UNCOVERED, res["candidates"][:2]
+    assert max(c["evidence"] for c in res["candidates"]) >= MIN_EVIDENCE_UNCOVERED, res["candidates"][:2]
     assert not res["abstained"] and "28.4" in res["answer"], res["answer"]
 
 

@@ -90,13 +90,14 @@ PAPER_CACHE = 48  # papers whose sentence matrices a warm answerer keeps
 
 #: The ranking: a linear model over the candidate features (:meth:`OfflineAnswerer._score`'s
 #: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on the TUNE papers only
-#: (listwise softmax, L2; RESULTS-answer.md gives the fit and its cross-validation).
+#: (listwise softmax, L2; RESULTS-answer.md gives the fit and its cross-validation), last on
+#: the wiki the current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
             "quoted", "first", "anaphor", "title", "words", "dense")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.4907, "pcos": 0.4037, "lex": 0.4844, "passage": 0.1368, "type": 0.0111,
-    "cue": 0.3293, "pointed": 0.05, "rank": -0.1457, "summary": 0.0019, "quoted": 0.1063,
-    "first": -0.1245, "anaphor": -0.0036, "title": 0.7056, "words": 0.2386, "dense": 0.1475,
+    "cos": 0.606, "pcos": 0.256, "lex": 0.526, "passage": 0.096, "type": 0.015, "cue": 0.308,
+    "pointed": 0.261, "rank": -0.093, "summary": 0.011, "quoted": 0.094, "first": -0.109,
+    "anaphor": 0.071, "title": 0.361, "words": 0.225, "dense": 0.23,
 }
 
 NO_ANSWER = "The wiki does not cover this question."
