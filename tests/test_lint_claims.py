@@ -104,10 +104,11 @@ def test_written_wiki_is_clean_then_corruptions_are_found_at_their_lines(written
     # corrupt: a number inside a quote, and a plain sentence that reverses a comparison
     f1 = _replace_in_pages(written_wiki, "establishing a new state-of-the-art BLEU score of 28.4",
                            "establishing a new state-of-the-art BLEU score of 31.7")
-    p2 = written_wiki / "machine-translation.md"
+    p2 = written_wiki / "papers/attention-is-all-you-need-machine-translation.md"
     text = p2.read_text(encoding="utf-8")
-    text = text.replace("\nRelated:", "\nThe Transformer (big) reaches a BLEU score of 26.1 on the WMT 2014 "
-                        "English-to-German translation task.\n\nRelated:", 1)
+    # (a paragraph added at the end of the page, the last section of the paper's results page)
+    text = text.rstrip("\n") + ("\n\nThe Transformer (big) reaches a BLEU score of 26.1 on the WMT 2014 "
+                                 "English-to-German translation task.\n")
     p2.write_text(text, encoding="utf-8")
     report = claims_lint(written_wiki)
     found = [f for f in report.findings if f.rule.startswith("claim-")]
@@ -124,9 +125,9 @@ def test_written_wiki_is_clean_then_corruptions_are_found_at_their_lines(written
         assert re.search(r"\d", ev["quote"])  # the evidence states a value, quoted from the paper
     copy = next(f for c, f in by_claim.items() if "31.7" in c)
     assert "28.4" in copy.data["evidence"]["quote"]  # the sentence the quote was copied from
-    assert found[0].file in (f1, "machine-translation.md")
+    assert found[0].file in (f1, "papers/attention-is-all-you-need-machine-translation.md")
     # only the two edited sections were verified again
-    assert report.extra["claims"].sections_checked == 2 or f1 == "machine-translation.md"
+    assert report.extra["claims"].sections_checked == 2 or f1 == "papers/attention-is-all-you-need-machine-translation.md"
 
 
 def test_cli_exit_github_annotations_and_table(written_wiki: Path):
@@ -201,12 +202,12 @@ def test_since_checks_only_changed_pages(written_wiki: Path):
                     "x"], check=True)
     none = claims_lint(written_wiki, since="HEAD")
     assert none.extra["claims"].pages == {}
-    p = written_wiki / "regularization.md"
+    p = written_wiki / "papers/attention-is-all-you-need-regularization.md"
     p.write_text(p.read_text(encoding="utf-8") + "\nThe dropout rate is 0.7 for the base model.\n", encoding="utf-8")
     some = claims_lint(written_wiki, since="HEAD")
-    assert set(some.extra["claims"].pages) == {"regularization.md"}
+    assert set(some.extra["claims"].pages) == {"papers/attention-is-all-you-need-regularization.md"}
     flagged = [f for f in some.findings if f.rule.startswith("claim-")]
-    assert [f.file for f in flagged] == ["regularization.md"]
+    assert [f.file for f in flagged] == ["papers/attention-is-all-you-need-regularization.md"]
     assert "0.7" in flagged[0].data["claim"]
 
 
@@ -256,8 +257,8 @@ def test_since_a_date_takes_pages_modified_from_that_day(written_wiki: Path):
     later = dt.date.today() + dt.timedelta(days=3)
     assert changed_pages(str(written_wiki), later.isoformat(), pages) == set()
     stamp = dt.datetime.combine(later, dt.time(12)).timestamp()
-    os.utime(written_wiki / "regularization.md", (stamp, stamp))
-    assert changed_pages(str(written_wiki), later.isoformat(), pages) == {"regularization.md"}
+    os.utime(written_wiki / "papers/attention-is-all-you-need-regularization.md", (stamp, stamp))
+    assert changed_pages(str(written_wiki), later.isoformat(), pages) == {"papers/attention-is-all-you-need-regularization.md"}
 
 
 def test_a_replaced_source_names_the_sentences_that_lost_support(tmp_path: Path):

@@ -23,7 +23,7 @@ def test_a_changed_number_is_reported_contradicted_then_cached(written_template,
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({"version": 1, "sections": other_cache}), encoding="utf-8")
     with LiveServer(wiki_settings(wiki), warm=False) as srv:
-        status, body, _ = request("GET", srv.url + "/wiki/machine-translation/claims")
+        status, body, _ = request("GET", srv.url + "/wiki/papers/attention-is-all-you-need-machine-translation/claims")
         assert status == 200, body
         assert body["page"] == rel and body["reason"] is None
         assert body["sections_verified"] >= 1

@@ -61,11 +61,11 @@ def page(browser):
 
 
 def corrupt(wiki: Path) -> str:
-    """Add :data:`ALTERED` to the machine-translation page (before its Related: line)."""
-    page = wiki / "machine-translation.md"
+    """Add :data:`ALTERED` at the end of Attention's machine-translation results page (a
+    paragraph of its last section)."""
+    page = wiki / "papers/attention-is-all-you-need-machine-translation.md"
     text = page.read_text(encoding="utf-8")
-    assert "\nRelated:" in text
-    page.write_text(text.replace("\nRelated:", "\n" + ALTERED + "\n\nRelated:", 1), encoding="utf-8")
+    page.write_text(text.rstrip("\n") + "\n\n" + ALTERED + "\n", encoding="utf-8")
     return page.relative_to(wiki).as_posix()
 
 
