@@ -176,22 +176,7 @@ def heldout_more() -> dict | None:
     papers.  First measured before any rule was changed after reading them."""
     if not HELDOUT.is_file() or not MORE.is_dir():
         return None
-    import bench_trace as bt
-
-    papers = sorted(MORE.glob("*.pdf"))
-    target = bt.CACHE / f"more-{bt.papers_key(papers)}"
-    if not (target / "ingest.json").is_file():
-        build = bt.CACHE / f".build-more-{os.getpid()}"
-        build.mkdir(parents=True, exist_ok=True)
-        print(f"ingesting {len(papers)} papers-more into {target} (once)...", file=sys.stderr)
-        proc = subprocess.run([sys.executable, "-m", "episteme.cli", "ingest", *map(str, papers),
-                               "--wiki", str(build / "wiki"), "--no-progress"],
-                              capture_output=True, text=True, cwd=REPO)
-        if proc.returncode != 0:
-            raise SystemExit(f"ingest failed:\n{proc.stderr}")
-        (build / "ingest.json").write_text(proc.stdout, encoding="utf-8")
-        os.replace(build, target)
-    tracer = Tracer(load_settings(target / "wiki", env={}, dotenv=None))
+    tracer = Tracer(load_settings(more_wiki(), env={}, dotenv=None))
     rows = []
     for x in HELDOUT.read_text(encoding="utf-8").splitlines():
         if x.strip():

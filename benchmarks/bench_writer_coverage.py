@@ -224,23 +224,10 @@ def shape(pages: dict[str, dict], papers: tuple[str, ...]) -> dict:
 
 
 def ensure_more(bt, bv) -> Path | None:
-    """The 6 ``papers-more`` papers ingested once (the same cache ``bench_verify`` builds)."""
-    papers = sorted(bv.MORE.glob("*.pdf"))
-    if not papers:
+    """The 6 ``papers-more`` papers ingested once (``bench_verify``'s cache of them)."""
+    if not sorted(bv.MORE.glob("*.pdf")):
         return None
-    target = bt.CACHE / f"more-{bt.papers_key(papers)}"
-    if not (target / "ingest.json").is_file():
-        build = bt.CACHE / f".build-more-{os.getpid()}"
-        build.mkdir(parents=True, exist_ok=True)
-        print(f"ingesting {len(papers)} papers-more into {target} (once)...", file=sys.stderr)
-        proc = subprocess.run([sys.executable, "-m", "episteme.cli", "ingest", *map(str, papers),
-                               "--wiki", str(build / "wiki"), "--no-progress"],
-                              capture_output=True, text=True, cwd=REPO)
-        if proc.returncode != 0:
-            raise SystemExit(f"ingest failed:\n{proc.stderr}")
-        (build / "ingest.json").write_text(proc.stdout, encoding="utf-8")
-        os.replace(build, target)
-    return target / "wiki"
+    return bv.more_wiki()
 
 
 def lint_summary(res: dict) -> str:

@@ -682,13 +682,17 @@ def plan_extractive(
                        f"{paper_label}: its own results, experimental setup and data, one page each: "
                        + ", ".join(dict.fromkeys(t.title for t in children[:6]))
                        + (", …" if len(children) > 6 else ""), "\n".join(items), None)
-    for t in children:
+
+    def paragraph_of(t) -> str:
+        """One paper section's paragraph: its quotes, its facts, its tables and figures."""
         para = f"From {paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{_quotes(t.sentences)}"
         para += _facts_paragraph(picks[t.section.id])
         floats = objects_paragraph(section_objects(objects, t.section.number, t.section.title),
                                    rows=_rows_for(prose_numbers, names))
-        if floats:
-            para += f"\n\n{floats}"
+        return para + (f"\n\n{floats}" if floats else "")
+
+    for t in children:
+        para = paragraph_of(t)
         if t.page in child_pages:  # two sections of one name (a dataset in two experiments)
             child_pages[t.page].body += "\n\n" + para
             continue
@@ -707,12 +711,7 @@ def plan_extractive(
     updates: dict[str, Decision] = {}
     created: dict[str, Decision] = {}
     for t in topics:
-        para = f"From {paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{_quotes(t.sentences)}"
-        para += _facts_paragraph(picks[t.section.id])
-        floats = objects_paragraph(section_objects(objects, t.section.number, t.section.title),
-                                   rows=_rows_for(prose_numbers, names))
-        if floats:
-            para += f"\n\n{floats}"
+        para = paragraph_of(t)
         if t.related:
             para += "\n\nRelated: " + ", ".join(wikilink(p, label) for p, label in t.related)
         if t.target is not None:
