@@ -145,6 +145,16 @@ def more_wiki() -> Path:
     return target / "wiki"
 
 
+def heldout_rates(rows: list[dict]) -> dict:
+    """True kept, false rejected and false called contradicted over traced held-out rows."""
+    true = [r for r in rows if r["label"] == "supported"]
+    false = [r for r in rows if r["label"] != "supported"]
+    return {"true_kept": sum(r["verdict"] == "supported" for r in true) / len(true),
+            "false_rejected": sum(r["verdict"] != "supported" for r in false) / len(false),
+            "contradicted": sum(r["verdict"] == "contradicted" for r in false) / len(false),
+            "n_true": len(true), "n_false": len(false), "rows": rows}
+
+
 def heldout_tables(dev_tracer: Tracer | None = None) -> dict | None:
     """``benchmarks/verify_heldout2.jsonl``: claims written (session 5) from tables of the dev
     papers that dev_verify does not use and of papers-more tables the first held-out set does not
@@ -162,12 +172,7 @@ def heldout_tables(dev_tracer: Tracer | None = None) -> dict | None:
             c = tracers[it["set"]].trace(it["claim"])["claims"][0]
             rows.append({**it, "verdict": c["verdict"], "code": c["reason"]["code"],
                          "why": c["reason"]["text"]})
-    true = [r for r in rows if r["label"] == "supported"]
-    false = [r for r in rows if r["label"] != "supported"]
-    return {"true_kept": sum(r["verdict"] == "supported" for r in true) / len(true),
-            "false_rejected": sum(r["verdict"] != "supported" for r in false) / len(false),
-            "contradicted": sum(r["verdict"] == "contradicted" for r in false) / len(false),
-            "n_true": len(true), "n_false": len(false), "rows": rows}
+    return heldout_rates(rows)
 
 
 def heldout_more() -> dict | None:
@@ -182,13 +187,9 @@ def heldout_more() -> dict | None:
         if x.strip():
             it = json.loads(x)
             c = tracer.trace(it["claim"])["claims"][0]
-            rows.append({**it, "verdict": c["verdict"], "code": c["reason"]["code"], "why": c["reason"]["text"]})
-    true = [r for r in rows if r["label"] == "supported"]
-    false = [r for r in rows if r["label"] != "supported"]
-    return {"true_kept": sum(r["verdict"] == "supported" for r in true) / len(true),
-            "false_rejected": sum(r["verdict"] != "supported" for r in false) / len(false),
-            "contradicted": sum(r["verdict"] == "contradicted" for r in false) / len(false),
-            "n_true": len(true), "n_false": len(false), "rows": rows}
+            rows.append({**it, "verdict": c["verdict"], "code": c["reason"]["code"],
+                         "why": c["reason"]["text"]})
+    return heldout_rates(rows)
 
 
 def objective(rows: list[dict]) -> float:
