@@ -2,74 +2,21 @@
 
 from __future__ import annotations
 
-import shutil
-import signal
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
-
 import pytest
 from episteme.errors import EpistemeError
 from episteme.ingest.pipeline import ingest_paper, remove_paper
-from episteme.stores.vectors import VectorStore, forget_clients, open_vectors, scope_where
+from episteme.stores.vectors import VectorStore, open_vectors, scope_where
+from helpers.chroma import chroma_server as start_chroma_server
+from helpers.chroma import free_port
 from helpers.papers import ATT, GAN, subset_pdf
 from ingested_wiki import wiki_settings
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _chroma_cli() -> str:
-    exe = Path(sys.executable).with_name("chroma")
-    return str(exe) if exe.exists() else (shutil.which("chroma") or "chroma")
 
 
 @pytest.fixture(scope="module")
 def chroma_server(tmp_path_factory):
     """(host, port) of a fresh Chroma server; killed at the end of the module."""
-    data = tmp_path_factory.mktemp("chroma-server")
-    port = _free_port()
-    with open(data / "server.log", "wb") as log:
-        proc = subprocess.Popen(
-            [_chroma_cli(), "run", "--path", str(data / "db"), "--host", "127.0.0.1",
-             "--port", str(port)],
-            stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-        )
-    try:
-        _wait_ready(proc, port, data / "server.log", timeout=60)
-        yield "127.0.0.1", port
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
-        forget_clients()
-
-
-def _wait_ready(proc: subprocess.Popen, port: int, log: Path, timeout: float) -> None:
-    """Poll the heartbeat until it answers, the server dies, or ``timeout`` passes."""
-    deadline = time.monotonic() + timeout
-    url = f"http://127.0.0.1:{port}/api/v2/heartbeat"
-    while True:
-        if proc.poll() is not None:
-            raise RuntimeError(f"chroma run exited: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            with urllib.request.urlopen(url, timeout=2) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"chroma run did not become ready within {timeout:.0f} s")
-        time.sleep(0.2)
+    with start_chroma_server(tmp_path_factory.mktemp("chroma-server")) as addr:
+        yield addr
 
 
 def test_ingest_query_and_remove_through_a_chroma_server(chroma_server, tmp_path, papers_dir,
@@ -93,7 +40,7 @@ def test_ingest_query_and_remove_through_a_chroma_server(chroma_server, tmp_path
 
 
 def test_unreachable_server_is_a_clear_error(tmp_path, embedder):
-    s = wiki_settings(tmp_path / "w", chroma_host="127.0.0.1", chroma_port=_free_port())
+    s = wiki_settings(tmp_path / "w", chroma_host="127.0.0.1", chroma_port=free_port())
     with pytest.raises(EpistemeError, match="Chroma"):
         open_vectors(s, embedder).count()
 

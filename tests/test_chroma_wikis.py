@@ -4,10 +4,8 @@ the server before ids existed (plain ``passages``) is migrated without re-embedd
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -23,6 +21,7 @@ from episteme.stores.vectors import (
     scope_where,
     wiki_id,
 )
+from helpers.chroma import chroma_server
 from ingested_wiki import wiki_settings
 from pdfgen import make_paper_pdf, varied_paper
 
@@ -126,28 +125,9 @@ def _legacy_copy(local_settings, host: str, port: int, papers: set[str] | None =
     return {got["ids"][i]: np.asarray(got["embeddings"][i]) for i in keep}
 
 
-@contextlib.contextmanager
 def _server(folder: Path):
     """A fresh real ``chroma run`` for one case, stopped at the end."""
-    from test_chroma_server import _chroma_cli, _free_port, _wait_ready
-
-    folder.mkdir(parents=True)
-    port = _free_port()
-    with open(folder / "server.log", "wb") as log:
-        proc = subprocess.Popen([_chroma_cli(), "run", "--path", str(folder / "db"), "--host",
-                                 "127.0.0.1", "--port", str(port)], stdout=log,
-                                stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_ready(proc, port, folder / "server.log", timeout=60)
-        yield "127.0.0.1", port
-    finally:
-        forget_clients()
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=15)
+    return chroma_server(folder)
 
 
 def _as_server(local_settings, host: str, port: int):
