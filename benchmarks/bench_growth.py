@@ -269,7 +269,65 @@ def chat_and_retrieve(wiki: Path) -> dict:
             "retrieve_ms": rv["median_ms"], "wiki_sections": rv["sections"]}
 
 
-PARTS = ("probe", "chat", "lint", "rebuild")
+def chroma_costs(wiki: Path, emb, repeat: int = 5) -> dict:
+    """What Chroma's passage collection costs at this library size, on a scratch copy of the
+    level's store (median ms of ``repeat``): opening the client and the collection (a fresh
+    process's first call), ``count()``, reading one paper's vectors (what an ingest stages for
+    its undo), deleting them and adding them back (an ingest's replace), and a query over the
+    whole library.  The paper is a generated one of median size (the same kind at every level)."""
+    import numpy as np
+    from chromadb.api.client import SharedSystemClient
+    from episteme.stores.vectors import forget_clients, open_vectors
+
+    scratch = ROOT / "chroma-probe" / "wiki"
+    shutil.rmtree(scratch.parent, ignore_errors=True)
+    shutil.copytree(wiki / ".episteme" / "chroma", scratch / ".episteme" / "chroma")
+    s = _settings(scratch)
+    timings: dict[str, list[float]] = {k: [] for k in ("open", "count", "get_paper",
+                                                       "replace_paper", "query")}
+    try:
+        from episteme.stores.sqlite import open_store
+
+        with open_store(_settings(wiki), readonly=True) as st:
+            sizes = sorted((n, pid) for pid, n in st.conn.execute(
+                "SELECT paper_id, count(*) FROM passages WHERE paper_id LIKE 'gen%' "
+                "GROUP BY paper_id"))
+        paper = sizes[len(sizes) // 2][1] if sizes else None
+        qvec = emb.encode(["how does the estimate depend on the window size"])[0]
+        for _ in range(repeat):
+            forget_clients()
+            SharedSystemClient.clear_system_cache()
+            t = time.perf_counter()
+            vec = open_vectors(s, emb)
+            vec.collection()
+            timings["open"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            n = vec.count()
+            timings["count"].append(time.perf_counter() - t)
+            if paper is not None:
+                t = time.perf_counter()
+                got = vec.paper_vectors(paper)
+                timings["get_paper"].append(time.perf_counter() - t)
+                t = time.perf_counter()
+                vec.delete_paper(paper)
+                vec.add(got["ids"], np.asarray(got["embeddings"]), got["metadatas"],
+                        got["documents"])
+                timings["replace_paper"].append(time.perf_counter() - t)
+            t = time.perf_counter()
+            vec.query_passages([qvec], 10)
+            timings["query"].append(time.perf_counter() - t)
+        assert vec.count() == n
+    finally:
+        forget_clients()
+        SharedSystemClient.clear_system_cache()
+        shutil.rmtree(scratch.parent, ignore_errors=True)
+    out = {f"chroma_{k}_ms": 1000 * statistics.median(v) for k, v in timings.items() if v}
+    out["chroma_vectors"] = n
+    out["chroma_paper_passages"] = len(got["ids"]) if paper is not None else 0
+    return out
+
+
+PARTS = ("probe", "chat", "lint", "rebuild", "chroma")
 
 
 def measure_level(n: int, emb, rebuild_max: int, parts=PARTS, rebuild_jobs: int = 2) -> dict:
@@ -299,6 +357,9 @@ def measure_level(n: int, emb, rebuild_max: int, parts=PARTS, rebuild_jobs: int 
         out["lint"], out["lint_cpu"] = _run(_cli("lint", "--wiki", str(wiki)))
         out["graph_stats"], out["graph_stats_cpu"] = _run(
             _cli("graph", "--mode", "stats", "--wiki", str(wiki)))
+    if "chroma" in parts:
+        print(f"[{n}] chroma...", file=sys.stderr)
+        out.update(chroma_costs(wiki, emb))
     _save(out)  # what is measured so far survives a failure of the rebuild
     if "rebuild" in parts and papers <= rebuild_max:
         print(f"[{n}] rebuild --jobs {rebuild_jobs}...", file=sys.stderr)
@@ -368,6 +429,20 @@ def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
         lines.append(f"| {r['papers']} | {r['store_cpu']:.2f} / {r['write_cpu']:.2f} "
                      f"| {_f(r, 'lint')} / {_f(r, 'lint_cpu')} "
                      f"| {_f(r, 'graph_stats')} / {_f(r, 'graph_stats_cpu')} | {rb} | {per} | {pp} | {rl} |")
+    if any(r.get("chroma_count_ms") is not None for r in rows):
+        lines += ["", "Chroma's passage collection (embedded store; median ms of 5, on a scratch "
+                  "copy of the level's store): what a process pays to open it, `count()`, and "
+                  "an ingest's steps for one generated paper (read its vectors for the undo, "
+                  "delete them, add them back), and a top-10 query over the library.", "",
+                  "| papers | vectors | open ms | count() ms | read paper ms | replace paper ms "
+                  "(passages) | query ms |", "|---|---|---|---|---|---|---|"]
+        for r in rows:
+            if r.get("chroma_count_ms") is None:
+                continue
+            lines.append(f"| {r['papers']} | {r['chroma_vectors']} | {r['chroma_open_ms']:.0f} "
+                         f"| {r['chroma_count_ms']:.1f} | {r['chroma_get_paper_ms']:.1f} "
+                         f"| {r['chroma_replace_paper_ms']:.0f} ({r['chroma_paper_passages']}) "
+                         f"| {r['chroma_query_ms']:.1f} |")
     last = rows[-1]
     total = [(r["store"] + r["write"]) for r in rows]
     cpu = [(r["store_cpu"] + r["write_cpu"]) for r in rows]

@@ -517,3 +517,52 @@ def test_rebuild_with_worker_processes_matches_the_serial_rebuild(tmp_path, embe
     assert parallel["passages"] == serial["passages"] == len(first[1]) > 0
     proc = _cli("rebuild", "--jobs", "0", "--wiki", str(tmp_path / "w"))
     assert proc.returncode != 0 and "--jobs" in json.loads(proc.stdout)["error"]
+
+
+def test_a_batch_stores_the_same_sentence_and_passage_vectors_as_single_ingests(tmp_path,
+                                                                               embedder):
+    """The batch's workers split, chunk and embed each paper themselves (``--jobs 2``); with
+    ``--jobs 1`` the parent embeds the passages of several papers in one call.  Either way the
+    stores hold exactly what single ingests of the same papers store: the same sections and
+    passages, the same passage vectors in Chroma and the same sentence rows (spans and float16
+    vectors, byte for byte)."""
+    from episteme.ingest.batch import ingest_batch, worker_model
+    from episteme.ingest.pipeline import ingest_paper
+    from episteme.stores.sqlite import open_store
+    from episteme.stores.vectors import forget_clients, open_vectors
+
+    src = tmp_path / "lib"
+    pdfs = _papers(src, range(60, 63), nested=False)
+    assert worker_model(embedder, 2) is not None  # the packaged model: the workers embed
+    assert worker_model(embedder, 1) is None
+
+    def snapshot(wiki: Path) -> tuple:
+        s = wiki_settings(wiki)
+        with open_store(s, readonly=True) as st:
+            sections = [(x["section_id"], x["kind"], x["section_text"]) for x in st.sections()]
+            passages = sorted((p["id"], p["text"], p["char_start"], p["char_end"])
+                              for p in st.passages())
+            sents = sorted(tuple(r) for r in st.conn.execute(
+                "SELECT section_id, paper_id, model, spans, vectors FROM sentence_vectors"))
+        forget_clients()
+        got = open_vectors(s, embedder).get(include_embeddings=True)
+        forget_clients()
+        vecs = {i: np.asarray(v, dtype=np.float32).tobytes()
+                for i, v in zip(got["ids"], got["embeddings"], strict=True)}
+        return sections, passages, sents, vecs
+
+    single = wiki_settings(tmp_path / "single")
+    for pdf in pdfs:
+        assert ingest_paper(single, pdf, progress=False, embedder=embedder)["status"] == "ingested"
+    want = snapshot(tmp_path / "single")
+    assert want[2] and sum(len(r[3]) for r in want[2]) > 0  # sentences were stored
+    assert len(want[3]) == len(want[1]) > 0
+    for jobs in (2, 1):
+        wiki = tmp_path / f"batch{jobs}"
+        out = ingest_batch(wiki_settings(wiki), [src], jobs=jobs, progress=False,
+                           embedder=embedder)
+        assert out["counts"]["ingested"] == 3, out
+        got = snapshot(wiki)
+        assert got[0] == want[0] and got[1] == want[1]
+        assert got[2] == want[2], f"--jobs {jobs}: sentence rows differ"
+        assert got[3] == want[3], f"--jobs {jobs}: passage vectors differ"

@@ -129,6 +129,55 @@ def _split_job(pdf: str, use_outline: bool, max_pages, max_bytes) -> tuple:
     return ("ok", res, time.monotonic() - started)
 
 
+_WORKER_EMBEDDERS: dict = {}  # a worker process's embedder, loaded by its first paper
+
+
+def _prepare_job(pdf: str, paper_id: str, sha: str | None, use_outline: bool, max_pages,
+                 max_bytes, model: str, threads: int) -> tuple:
+    """Runs in a worker: the whole slow part of one paper's ingest -- split, chunk, and embed
+    its passages and its sentences (:mod:`episteme.ingest.sentences`) with the worker's own
+    ``threads``-thread copy of the model -- so the parent only commits.  ``("ok", _Prepared,
+    seconds)`` or ``("error", message, kind)``; ``sha`` None: hashed here from ``pdf``.
+
+    Why here and not in the parent: embedding is ~85% of a batch's CPU (sentences alone ~40%
+    of it).  In the parent it ran serially beside the splitters on 2 onnxruntime threads;
+    here every core embeds a paper on one thread of its own, with no per-operator hand-off
+    between threads, and a core is never idle while the parent waits for a split."""
+    from .pipeline import prepare_split, sha256_bytes, split_paper
+
+    started = time.monotonic()
+    try:
+        res = split_paper(Path(pdf), use_outline=use_outline, max_pages=max_pages,
+                          max_bytes=max_bytes)
+        emb = _WORKER_EMBEDDERS.get(model)
+        if emb is None:
+            from ..stores.embedding import OnnxEmbedder
+
+            emb = _WORKER_EMBEDDERS[model] = OnnxEmbedder(name=model, threads=threads)
+        if sha is None:
+            sha = sha256_bytes(Path(pdf).read_bytes())
+        prepared = prepare_split(paper_id, res, sha, emb)
+        prepared.embeddings = emb.encode(prepared.documents, batch_size=32, progress=False)
+    except EpistemeError as e:
+        return ("error", e.message, getattr(e, "kind", None))
+    except Exception as e:  # noqa: BLE001 - a pypdf crash on one file must not end the batch
+        return ("error", f"{type(e).__name__}: {e}", "corrupt")
+    return ("ok", prepared, time.monotonic() - started)
+
+
+def worker_model(embedder, jobs: int) -> tuple[str, int] | None:
+    """``(model name, threads per worker)`` when ``jobs`` worker processes can embed for the
+    parent: its embedder is the packaged ONNX model (a worker loads its own copy in ~0.3 s;
+    any other embedder -- sentence-transformers, a test's wrapper, the server's progress
+    counter -- stays in the parent, which then embeds as before).  None otherwise."""
+    from ..stores.embedding import OnnxEmbedder
+
+    if jobs <= 1 or type(embedder) is not OnnxEmbedder:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return embedder.name, max(1, (cores or 1) // jobs)
+
+
 class _InlinePool:
     """``--jobs 1``: the same interface as the process pool, splitting in this process."""
 
@@ -313,6 +362,7 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
     from ..stores.embedding import get_embedder
 
     embedder = embedder or get_embedder(settings)
+    in_workers = worker_model(embedder, jobs) if len(todo) > 1 else None
     if jobs > 1 and len(todo) > 1:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
@@ -321,7 +371,9 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
                                    mp_context=multiprocessing.get_context("spawn"))
     else:
         pool = _InlinePool()
-    queue = list(todo)
+    # the biggest files first (a proxy for the longest papers): the small ones then fill the
+    # cores at the end, instead of one long paper finishing alone while the other cores idle
+    queue = sorted(todo, key=_size, reverse=True) if in_workers else list(todo)
     inflight: dict = {}
     window = jobs + 2
     try:
@@ -330,8 +382,11 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
                 it = queue.pop(0)
                 if _stage(settings, it):
                     it.started = time.monotonic()
-                    inflight[pool.submit(_split_job, str(it.tmp), use_outline, settings.max_pages,
-                                         settings.max_pdf_bytes)] = it
+                    args = (use_outline, settings.max_pages, settings.max_pdf_bytes)
+                    fut = (pool.submit(_prepare_job, str(it.tmp), it.paper_id, it.sha, *args,
+                                       *in_workers) if in_workers else
+                           pool.submit(_split_job, str(it.tmp), *args))
+                    inflight[fut] = it
                 else:
                     report(it)
             done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
@@ -358,6 +413,13 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
     pool.shutdown(wait=True)
 
 
+def _size(it: BatchItem) -> int:
+    try:
+        return it.path.stat().st_size
+    except OSError:
+        return 0
+
+
 def _stage(settings, it: BatchItem) -> bool:
     """Copy the file to a private temp file (what is split and then renamed into raw/), checking
     it still has the bytes that were planned; False (and the item failed) when it cannot."""
@@ -381,15 +443,18 @@ def _stage(settings, it: BatchItem) -> bool:
 
 def _embed_and_commit(settings, ready: list, embedder, *, force: bool, report, counters: dict,
                       after_commit) -> None:
-    """Chunk the split papers, embed all their passages in one call, commit them one by one."""
+    """Commit the papers of ``ready`` one by one: each either prepared and embedded by a worker
+    (:func:`_prepare_job`), or split only, then chunked here and the passages of all of them
+    embedded in one call."""
     import numpy as np
 
-    from .pipeline import prepare_split
+    from .pipeline import _Prepared, prepare_split
 
     prepared = []
     for it, res in ready:
         try:
-            p = prepare_split(it.paper_id, res, it.sha, embedder)
+            p = res if isinstance(res, _Prepared) else prepare_split(it.paper_id, res, it.sha,
+                                                                    embedder)
         except EpistemeError as e:
             it.status, it.error = "failed", e.message
             report(it)
@@ -411,12 +476,14 @@ def _embed_and_commit(settings, ready: list, embedder, *, force: bool, report, c
     for group in groups:
         if not group:
             continue
-        docs = [d for _, p in group for d in p.documents]
-        vecs = embedder.encode(docs, batch_size=32, progress=False)
-        at = 0
-        for _, p in group:
-            p.embeddings = np.asarray(vecs[at:at + len(p.documents)])
-            at += len(p.documents)
+        todo = [p for _, p in group if p.embeddings is None]
+        if todo:
+            docs = [d for p in todo for d in p.documents]
+            vecs = embedder.encode(docs, batch_size=32, progress=False)
+            at = 0
+            for p in todo:
+                p.embeddings = np.asarray(vecs[at:at + len(p.documents)])
+                at += len(p.documents)
         _commit_group(settings, group, embedder, force=force)
         for it, _p in group:
             if it.status in ("ingested", "replaced"):

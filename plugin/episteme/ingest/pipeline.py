@@ -926,13 +926,16 @@ def _recover_raw_for_rebuild(settings) -> None:
     _clean_temps(settings, set())
 
 
-def _split_each(settings, papers: list[Path], *, jobs: int, use_outline: bool):
-    """``(path, ("ok", SplitResult, seconds) | ("error", message, kind))`` for each of
-    ``papers`` in order; with ``jobs`` > 1 the splitting runs in spawned worker processes (the
-    batch's), at most ``jobs + 2`` papers ahead of the caller."""
-    from .batch import _split_job, _worker_init
+def _split_each(settings, papers: list[Path], *, jobs: int, use_outline: bool, embedder=None):
+    """``(path, ("ok", SplitResult | _Prepared, seconds) | ("error", message, kind))`` for each
+    of ``papers`` in order; with ``jobs`` > 1 the splitting runs in spawned worker processes
+    (the batch's), at most ``jobs + 2`` papers ahead of the caller.  With an ``embedder`` the
+    workers can copy (:func:`episteme.ingest.batch.worker_model`), they also chunk and embed
+    each paper (its id is its raw/ name): the outcome is then a ready ``_Prepared``."""
+    from .batch import _prepare_job, _split_job, _worker_init, worker_model
 
     args = (use_outline, settings.max_pages, settings.max_pdf_bytes)
+    in_workers = worker_model(embedder, jobs) if embedder is not None else None
     if jobs <= 1 or len(papers) <= 1:
         for path in papers:
             yield path, _split_job(str(path), *args)
@@ -948,7 +951,9 @@ def _split_each(settings, papers: list[Path], *, jobs: int, use_outline: bool):
         while queue or ahead:
             while queue and len(ahead) < jobs + 2:
                 path = queue.pop(0)
-                ahead.append((path, pool.submit(_split_job, str(path), *args)))
+                ahead.append((path, pool.submit(_prepare_job, str(path), path.name, None,
+                                                *args, *in_workers) if in_workers else
+                              pool.submit(_split_job, str(path), *args)))
             path, fut = ahead.pop(0)
             try:
                 outcome = fut.result()
@@ -1037,14 +1042,18 @@ def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedd
             bar = tqdm(total=len(papers), desc="rebuild", unit="paper", file=sys.stderr)
         with Store(new_db) as store:
             for path, outcome in _split_each(settings, papers, jobs=jobs,
-                                             use_outline=use_outline):
+                                             use_outline=use_outline, embedder=embedder):
                 try:
                     if outcome[0] == "error":
                         raise EpistemeError(outcome[1])
-                    data = path.read_bytes()
-                    prepared = prepare_split(path.name, outcome[1], sha256_bytes(data), embedder)
-                    prepared.embeddings = embedder.encode(prepared.documents, batch_size=32,
-                                                          progress=False)
+                    if isinstance(outcome[1], _Prepared):  # embedded by the worker
+                        prepared = outcome[1]
+                    else:
+                        data = path.read_bytes()
+                        prepared = prepare_split(path.name, outcome[1], sha256_bytes(data),
+                                                 embedder)
+                        prepared.embeddings = embedder.encode(prepared.documents, batch_size=32,
+                                                              progress=False)
                     with store.transaction():
                         store.write_paper(prepared.paper, prepared.sections)
                         if prepared.sentence_rows is not None:  # computed: keep them

@@ -165,7 +165,12 @@ def _link_weights(src: Path, dst: Path) -> None:
 class OnnxEmbedder:
     """all-MiniLM-L6-v2 on onnxruntime.  Thread-safe (onnxruntime sessions are)."""
 
-    def __init__(self, directory: Path | None = None, name: str = DEFAULT_MODEL):
+    def __init__(self, directory: Path | None = None, name: str = DEFAULT_MODEL,
+                 threads: int | None = None):
+        """``threads``: onnxruntime's intra-op threads (default: one per core).  A batch's
+        worker processes each take a share of the cores: one thread per process wastes no CPU
+        on handing each operator's work out and gathering it back (the vectors are the same
+        whatever the threads and the batching: each row is computed alone)."""
         directory = directory or model_dir(name)
         if not _ready(directory):
             raise MissingDependencyError(
@@ -190,7 +195,7 @@ class OnnxEmbedder:
         self._counter.no_padding()
         self._counter.no_truncation()
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = _threads()
+        opts.intra_op_num_threads = threads or _threads()
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3

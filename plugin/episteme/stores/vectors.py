@@ -15,6 +15,11 @@ so any number of wikis share one server without seeing each other's vectors.  A 
 server before ids existed (plain ``passages`` there) is migrated the first time it opens the
 server, without re-embedding: the collection is renamed when it holds only this wiki's papers,
 else this wiki's vectors are copied out of it (see :func:`physical_name`).
+
+Why one module: every read and write of Chroma must go through the same client cache (with
+its reopen-when-another-process-wrote token), the same per-wiki collection naming (and its
+one-time migration) and the same model check; split apart, a path could open a collection
+past one of them and mix wikis' or models' vectors.
 """
 
 from __future__ import annotations
