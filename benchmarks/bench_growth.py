@@ -274,7 +274,7 @@ def chroma_costs(wiki: Path, emb, repeat: int = 5) -> dict:
     level's store (median ms of ``repeat``): opening the client and the collection (a fresh
     process's first call), ``count()``, reading one paper's vectors (what an ingest stages for
     its undo), deleting them and adding them back (an ingest's replace), and a query over the
-    whole library.  The paper is a generated one of median size (the same kind at every level)."""
+    whole library.  The paper is the same at every level (the smallest real one)."""
     import numpy as np
     from chromadb.api.client import SharedSystemClient
     from episteme.stores.vectors import forget_clients, open_vectors
@@ -289,10 +289,11 @@ def chroma_costs(wiki: Path, emb, repeat: int = 5) -> dict:
         from episteme.stores.sqlite import open_store
 
         with open_store(_settings(wiki), readonly=True) as st:
-            sizes = sorted((n, pid) for pid, n in st.conn.execute(
-                "SELECT paper_id, count(*) FROM passages WHERE paper_id LIKE 'gen%' "
-                "GROUP BY paper_id"))
-        paper = sizes[len(sizes) // 2][1] if sizes else None
+            sizes = {pid: n for pid, n in st.conn.execute(
+                "SELECT paper_id, count(*) FROM passages GROUP BY paper_id")}
+        # the same paper at every level: the smallest of the 10 real ones (in every level)
+        real = sorted((n, pid) for pid, n in sizes.items() if not pid.startswith("gen"))
+        paper = real[0][1] if real else None
         qvec = emb.encode(["how does the estimate depend on the window size"])[0]
         for _ in range(repeat):
             forget_clients()
@@ -432,7 +433,7 @@ def report(rows: list[dict], machine: str, load: str, notes: list[str]) -> str:
     if any(r.get("chroma_count_ms") is not None for r in rows):
         lines += ["", "Chroma's passage collection (embedded store; median ms of 5, on a scratch "
                   "copy of the level's store): what a process pays to open it, `count()`, and "
-                  "an ingest's steps for one generated paper (read its vectors for the undo, "
+                  "an ingest's steps for one paper, the same at every level (read its vectors for the undo, "
                   "delete them, add them back), and a top-10 query over the library.", "",
                   "| papers | vectors | open ms | count() ms | read paper ms | replace paper ms "
                   "(passages) | query ms |", "|---|---|---|---|---|---|---|"]

@@ -8,11 +8,14 @@ Why it is shaped like this:
   so a batch killed at any point leaves every paper either fully in or fully out, and the
   next run (any ingest, remove or rebuild) rolls the interrupted one forward or back.  Re-run
   the same command to finish: what is in already is skipped by content hash (``unchanged``).
-- **Both cores.**  PDF splitting (pure Python, the slow part) runs in worker processes
+- **Both cores.**  The slow, store-free part of each paper runs in worker processes
   (``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start method: macOS and
-  Windows have no usable ``fork``).  The parent meanwhile chunks, embeds and commits: it
-  embeds the passages of every paper that finished splitting in one call (fewer, fuller
-  batches for onnxruntime), and it alone writes the stores, under the wiki lock.
+  Windows have no usable ``fork``): splitting the PDF and, with the packaged ONNX model,
+  chunking and embedding its passages and its sentences on a thread of the worker's own
+  (:func:`_prepare_job`; embedding is most of an ingest's CPU).  The parent alone writes the
+  stores, under the wiki lock.  With another embedder (or ``--jobs 1``) the workers only
+  split, and the parent embeds the passages of every paper that finished splitting in one
+  call.
 - **A bad file is one failed entry, not a failed batch.**  Errors are collected per file
   with the reason; the caller exits 1 at the end if any failed.
 - **Bounded.**  At most ``jobs + 2`` papers are in flight (temp copies, split results), so a
