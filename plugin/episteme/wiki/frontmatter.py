@@ -103,6 +103,9 @@ _MAYBE_TYPED = re.compile(
 # (the complement of "\n", \x20-\x7e, \xa0-\ud7ff, \ue000-\ufefe, \uff00-\ufffd, astral planes,
 # written as the short positive class: the negated one took 5 ms to compile at every start)
 _UNSAFE_CHARS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
+#: the ASCII part of _UNSAFE_CHARS, as bytes for ``bytes.translate``: most blocks are ASCII, and
+#: deleting these bytes (a table lookup a byte) tells what the regex does ~10x cheaper
+_UNSAFE_ASCII = bytes([*range(0x0A), *range(0x0B, 0x20), 0x7F])
 _FALLBACK = object()
 
 
@@ -225,6 +228,11 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
     """
     if _UNSAFE_CHARS.search(block):
         return None
+    return _fast_lines(block)
+
+
+def _fast_lines(block: str) -> dict[str, Any] | None:
+    """:func:`fast_frontmatter` of a block known to hold none of :data:`_UNSAFE_CHARS`."""
     props: dict[str, Any] = {}
     list_key: str | None = None  # key whose block list we are filling
     list_indent = -1
@@ -447,10 +455,16 @@ def parse_frontmatter(data: bytes | str) -> Frontmatter:
     start, end, body = b
     raw = data[start:end]
     body_line = 2 + raw.count(b"\n") + 1
-    block = raw.decode("utf-8", "replace")
-    if "\r" in block:
-        block = block.replace("\r\n", "\n")
-    props = fast_frontmatter(block)
+    if raw.isascii():
+        if 13 in raw:  # (an integer needle: see episteme.wiki.links on ``bytes in bytes``)
+            raw = raw.replace(b"\r\n", b"\n")
+        block = raw.decode("ascii")
+        props = _fast_lines(block) if len(raw.translate(None, _UNSAFE_ASCII)) == len(raw) else None
+    else:
+        block = raw.decode("utf-8", "replace")
+        if "\r" in block:
+            block = block.replace("\r\n", "\n")
+        props = fast_frontmatter(block)
     if props is not None:
         return Frontmatter(props, None, None, body, body_line, True)
     props, err, line = yaml_frontmatter(block)
