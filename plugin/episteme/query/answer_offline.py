@@ -49,6 +49,7 @@ would silently depend on a filter in another.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import threading
 from collections.abc import Sequence
@@ -57,8 +58,12 @@ from dataclasses import dataclass, field
 MIN_WORDS = 6  # shorter "sentences" are fragments ("Proposition 1.", "Results.")
 MAX_WORDS = 70
 MAX_SENTENCES = 4  # chosen sentences; up to two more that they lean on (_with_context)
-MAX_ANSWER_WORDS = 115
+MAX_ANSWER_WORDS = 120
 REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
+#: per word of a sentence, taken off its selection gain: within the same word budget, more and
+#: shorter sentences cover more of what the question may be asking (chosen by the 5-fold CV of
+#: benchmarks/bench_answer.py on dev_trace; RESULTS-answer.md)
+LENGTH_COST = 0.005
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
 EMBED_TOP = 28  # sentences embedded per question, the best by the cheap pre-score (bounded work)
 MARGIN = 0.35  # keep sentences within this of the best one's score
@@ -93,11 +98,13 @@ PAPER_CACHE = 48  # papers whose sentence matrices a warm answerer keeps
 #: (listwise softmax, L2; RESULTS-answer.md gives the fit and its cross-validation), last on
 #: the wiki the current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
-            "quoted", "first", "anaphor", "title", "words", "dense")
+            "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
+            "tcos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.606, "pcos": 0.256, "lex": 0.526, "passage": 0.096, "type": 0.015, "cue": 0.308,
-    "pointed": 0.261, "rank": -0.093, "summary": 0.011, "quoted": 0.094, "first": -0.109,
-    "anaphor": 0.071, "title": 0.361, "words": 0.225, "dense": 0.23,
+    "cos": 0.354, "pcos": 0.353, "lex": 0.202, "passage": 0.046, "type": 0.058, "cue": 0.231,
+    "pointed": 0.255, "rank": 0.047, "summary": -0.042, "quoted": 0.067, "first": -0.036,
+    "anaphor": 0.029, "title": 0.734, "words": 0.041, "dense": 0.116, "ctx": 0.385,
+    "pcos_prev": 0.246, "tcos": 0.43,
 }
 
 NO_ANSWER = "The wiki does not cover this question."
@@ -238,6 +245,7 @@ class Candidate:
     quoted: bool = False  # a wiki section quotes it
     first: bool = False  # the first sentence of its paper section
     stored_section: bool = False  # its section has stored sentence vectors (ingest's)
+    prev_vec: object = None  # the stored vector of the sentence before it, when there is one
 
 
 class OfflineAnswerer:
@@ -617,9 +625,23 @@ class OfflineAnswerer:
         else:
             weights = dict.fromkeys(qterms, 1.0)
         total = sum(weights.values()) or 1.0
-        for c in cands:
-            terms = set(content_terms(c.text))
+        cterms = [set(content_terms(c.text)) for c in cands]
+        # the question's terms weighted by their rarity among *these* candidates: a term every
+        # candidate holds (the paper's own subject) tells them apart no more than a stopword
+        n = len(cands)
+        local = {t: math.log((n + 1) / (df + 0.5)) for t in qterms
+                 if (df := sum(t in ts for ts in cterms)) > 0}
+        ltotal = sum(local.values()) or 1.0
+        for c, terms in zip(cands, cterms, strict=True):
             lex = sum(w for t, w in weights.items() if t in terms) / total
+            lexl = sum(w for t, w in local.items() if t in terms) / ltotal
+            prev_text, prev_vec = self._previous(c)
+            if prev_text:
+                both = terms | set(content_terms(prev_text))
+                ctx = sum(w for t, w in local.items() if t in both) / ltotal
+            else:
+                ctx = lexl
+            c.prev_vec = prev_vec
             tterms = set(content_terms(c.section))
             title_lex = sum(w for t, w in weights.items() if t in tterms) / total
             bonus, tmatch = 0.0, 0.0
@@ -642,7 +664,8 @@ class OfflineAnswerer:
                        "rank": min(rank, 4) / 4, "summary": float(c.summary),
                        "quoted": float(c.quoted or c.paper is None), "first": float(c.first),
                        "anaphor": float(bool(_ANAPHOR.match(c.text))), "title": title_lex,
-                       "words": min(len(c.text.split()), 40) / 40, "dense": 0.0}
+                       "words": min(len(c.text.split()), 40) / 40, "dense": 0.0,
+                       "ctx": ctx, "pcos_prev": 0.0}
             c.evidence = (W_LEX * lex + W_PASSAGE * c.passage_score + bonus
                           + (W_POINTED / (1 + c.pointed) if c.pointed is not None else 0.0)
                           - W_WIKI_RANK * min(rank, 4)
@@ -659,6 +682,8 @@ class OfflineAnswerer:
             for i, v in zip(top, vecs, strict=True):
                 cands[i].vec = v
         for c in cands:
+            if c.prev_vec is not None:  # the sentence it follows: what "this" refers to
+                c.parts["pcos_prev"] = float(np.asarray(c.prev_vec, dtype=np.float32) @ qvec)
             if c.vec is not None:
                 c.parts["cos"] = float(np.asarray(c.vec, dtype=np.float32) @ qvec)
                 c.parts["dense"] = 1.0
@@ -666,9 +691,32 @@ class OfflineAnswerer:
             else:  # not embedded: its passage's cosine, a little discounted
                 c.parts["cos"] = c.passage_cos - 0.1
                 c.evidence += W_COS * (c.passage_cos - 0.1)
+        # the section's own relevance: its title's cosine to the question (titles are few and
+        # short; a warm engine has embedded most of them before)
+        titles = list(dict.fromkeys(_bare_title(c.section) for c in cands if c.section))
+        tvec = dict(zip(titles, self._encode(titles) @ qvec, strict=True)) if titles else {}
+        for c in cands:
+            c.parts["tcos"] = float(tvec.get(_bare_title(c.section), 0.0)) if c.section else 0.0
         w = self.weights
         for c in cands:
             c.score = sum(w.get(k, 0.0) * v for k, v in c.parts.items()) + w.get("bias", 0.0)
+
+    def _previous(self, c: Candidate) -> tuple[str | None, object]:
+        """The sentence before ``c`` in its paper section (its text and stored vector), or
+        ``(None, None)``: a sentence that opens "This activity is ..." answers with the one
+        before it, so its context counts in its ranking (``ctx``, ``pcos_prev``)."""
+        if c.section_id is None or c.order[2] is None:
+            return None, None
+        sec = self._section_text.get(c.section_id)
+        if sec is None:
+            return None, None
+        spans = _sentence_spans(sec[0])
+        i = next((k for k, (a, _b) in enumerate(spans) if a == c.order[2]), None)
+        if not i:
+            return None, None
+        a, b = spans[i - 1]
+        vecs = self._sent_vecs.get(c.section_id) or {}
+        return clean_sentence(sec[0][a:b]), vecs.get(a)
 
     def _encode(self, texts: list[str]):
         """Embeddings, with the sentences' vectors kept (a warm engine meets them again)."""
@@ -684,8 +732,9 @@ class OfflineAnswerer:
         return np.vstack([self._vec_cache[t] for t in texts])
 
     def _select(self, cands: list[Candidate]) -> list[Candidate]:
-        """Greedy, maximal marginal relevance: each step takes the candidate with the best score
-        minus :data:`REDUNDANCY` x its cosine to the closest sentence already chosen, within
+        """Greedy, maximal marginal relevance: the best-scored sentence first, then each step
+        takes the candidate with the best score minus :data:`REDUNDANCY` x its cosine to the
+        closest sentence already chosen minus :data:`LENGTH_COST` per word, within
         :data:`MARGIN` of the best score, no near-duplicates, bounded length."""
         best = cands[0].score
         pool = [c for c in cands if c.score >= best - MARGIN][:4 * MAX_SENTENCES]
@@ -697,8 +746,9 @@ class OfflineAnswerer:
                 v = vecs.get(c.text)
                 red = max((float(v @ vecs[p.text]) for p in picked
                            if v is not None and vecs.get(p.text) is not None), default=0.0)
-                return c.score - REDUNDANCY * red
-            c = max(pool, key=gain)
+                return c.score - REDUNDANCY * red - LENGTH_COST * len(c.text.split())
+            # the best sentence always leads; then relevance, novelty and brevity trade off
+            c = max(pool, key=gain) if picked else max(pool, key=lambda c: c.score)
             pool.remove(c)
             ws = set(_norm_key(c.text).split())
             if any(len(ws & set(_norm_key(p.text).split())) > 0.6 * min(len(ws), len(p.text.split()))
@@ -793,6 +843,11 @@ class OfflineAnswerer:
             if verdict in (None, "supported"):
                 ok.append(c)
         return ok, (traced if len(ok) == len(picked) else None)
+
+
+def _bare_title(title: str) -> str:
+    """A section title without its number ("4.2 Results" -> "Results")."""
+    return re.sub(r"^\s*(?:[A-Z]\.|[IVX]+\.?|\d+(?:\.\d+)*\.?)\s+", "", title or "").strip() or title
 
 
 def _norm_key(text: str) -> str:
