@@ -64,6 +64,9 @@ REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MM
 #: shorter sentences cover more of what the question may be asking (chosen by the 5-fold CV of
 #: benchmarks/bench_answer.py on dev_trace; RESULTS-answer.md)
 LENGTH_COST = 0.005
+#: x the share of the question's (locally weighted) terms a sentence adds to those the chosen
+#: ones already hold: a two-part question ("what X, and how long Y?") gets both parts answered
+COVERAGE = 0.2
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
 EMBED_TOP = 28  # sentences embedded per question, the best by the cheap pre-score (bounded work)
 MARGIN = 0.35  # keep sentences within this of the best one's score
@@ -92,6 +95,10 @@ MIN_EVIDENCE_UNCOVERED = 1.05
 #: (with their passages), beside the question's best passages.
 DENSE_SENTENCES = 30
 PAPER_CACHE = 48  # papers whose sentence matrices a warm answerer keeps
+#: Sections of the retrieved papers whose title is nearest the question that are searched
+#: whole (beside the pointed ones), when the title's cosine reaches TITLE_MIN_COS.
+TITLE_SECTIONS = 2
+TITLE_MIN_COS = 0.3
 
 #: The ranking: a linear model over the candidate features (:meth:`OfflineAnswerer._score`'s
 #: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on the TUNE papers only
@@ -246,6 +253,7 @@ class Candidate:
     first: bool = False  # the first sentence of its paper section
     stored_section: bool = False  # its section has stored sentence vectors (ingest's)
     prev_vec: object = None  # the stored vector of the sentence before it, when there is one
+    qterms: dict = field(default_factory=dict)  # question term -> its share of the question
 
 
 class OfflineAnswerer:
@@ -265,6 +273,7 @@ class OfflineAnswerer:
         self._paper_sents: dict[str, tuple[list, object]] = {}
         self.weights: dict[str, float] = dict(WEIGHTS)  # the benchmark's folds set their own
         self.use_stored = True  # False: ignore stored sentence vectors (the latency baseline)
+        self.coverage = COVERAGE  # the benchmark's selection experiments set their own
 
     # -- store helpers -------------------------------------------------------------------------
 
@@ -478,7 +487,11 @@ class OfflineAnswerer:
         qvec = self._encode([question])[0]
         # 3. the papers' sentences nearest the question (stored vectors): their passages join
         dense_hits = self._dense_sentences(qvec, papers)
-        extra_secs = sorted(set(pointed) | {sid for sid, _a, _c in dense_hits})
+        # 4. the sections of those papers whose title is nearest the question ("How was X
+        # evaluated?" -> "5.2 Study 1 Results"): their whole text is in play, like a pointed one
+        titled = self._titled_sections(qvec, papers)
+        whole = set(pointed) | titled
+        extra_secs = sorted(whole | {sid for sid, _a, _c in dense_hits})
         wanted_at: dict[str, set[int]] = {}
         for sid, a, _c in dense_hits:
             wanted_at.setdefault(sid, set()).add(a)
@@ -487,7 +500,7 @@ class OfflineAnswerer:
             pid, sec_id, a0, b0, _page = row
             if pid in pinfo:
                 continue
-            if sec_id in pointed or any(a0 <= a < b0 for a in wanted_at.get(sec_id, ())):
+            if sec_id in whole or any(a0 <= a < b0 for a in wanted_at.get(sec_id, ())):
                 extra.append(row)
         if extra:
             ids_all, matrix = self.tracer._matrix(papers, False)
@@ -564,6 +577,25 @@ class OfflineAnswerer:
                     self._sent_vecs[sid] = (None if spans is None else  # None: no row stored
                                             {int(a): vecs[i] for i, (a, _b) in enumerate(spans)})
         return {s: v for s in section_ids if (v := self._sent_vecs.get(s)) is not None}
+
+    def _titled_sections(self, qvec, papers: Sequence[str]) -> set[str]:
+        """The :data:`TITLE_SECTIONS` body sections of ``papers`` whose (numberless) title is
+        nearest the question by cosine, at least :data:`TITLE_MIN_COS` (titles are embedded
+        once: a warm engine keeps their vectors)."""
+        if self.tracer is None or not papers or TITLE_SECTIONS <= 0:
+            return set()
+        with self.tracer._db_lock:
+            rows = self.tracer.store.conn.execute(
+                "SELECT section_id, section_title FROM sections WHERE paper_id IN "
+                f"({','.join('?' * len(papers))}) AND kind NOT IN ('references', 'front', "
+                "'table', 'figure', 'footnote') AND length(section_text) > 0",
+                list(papers)).fetchall()
+        rows = [(sid, _bare_title(t)) for sid, t in rows if t]
+        if not rows:
+            return set()
+        sims = self._encode([t for _sid, t in rows]) @ qvec
+        best = sorted(range(len(rows)), key=lambda i: -float(sims[i]))[:TITLE_SECTIONS]
+        return {rows[i][0] for i in best if float(sims[i]) >= TITLE_MIN_COS}
 
     def _dense_sentences(self, qvec, papers: Sequence[str]) -> list[tuple[str, int, float]]:
         """The :data:`DENSE_SENTENCES` stored sentences of ``papers`` nearest the question:
@@ -642,6 +674,7 @@ class OfflineAnswerer:
             else:
                 ctx = lexl
             c.prev_vec = prev_vec
+            c.qterms = {t: w / ltotal for t, w in local.items() if t in terms}
             tterms = set(content_terms(c.section))
             title_lex = sum(w for t, w in weights.items() if t in tterms) / total
             bonus, tmatch = 0.0, 0.0
@@ -740,13 +773,16 @@ class OfflineAnswerer:
         pool = [c for c in cands if c.score >= best - MARGIN][:4 * MAX_SENTENCES]
         vecs = {c.text: c.vec for c in pool}
         picked: list[Candidate] = []
+        covered: set[str] = set()
         nwords = 0
         while pool and len(picked) < MAX_SENTENCES + 2:
             def gain(c: Candidate) -> float:
                 v = vecs.get(c.text)
                 red = max((float(v @ vecs[p.text]) for p in picked
                            if v is not None and vecs.get(p.text) is not None), default=0.0)
-                return c.score - REDUNDANCY * red - LENGTH_COST * len(c.text.split())
+                new = sum(w for t, w in c.qterms.items() if t not in covered)
+                return (c.score - REDUNDANCY * red - LENGTH_COST * len(c.text.split())
+                        + self.coverage * new)
             # the best sentence always leads; then relevance, novelty and brevity trade off
             c = max(pool, key=gain) if picked else max(pool, key=lambda c: c.score)
             pool.remove(c)
@@ -758,6 +794,7 @@ class OfflineAnswerer:
             if picked and nwords + n > MAX_ANSWER_WORDS:
                 continue
             picked.append(c)
+            covered.update(c.qterms)
             nwords += n
         return picked
 
