@@ -13,24 +13,32 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   (:mod:`episteme.ingest.sentences`), so each candidate is scored by its *own* cosine to the
   question at no query-time cost (only the question is embedded), and the papers' sentences
   nearest the question (:data:`DENSE_SENTENCES`) join the candidates even when their passage
-  did not rank.  A store without them (ingested before) falls back to embedding the
-  :data:`EMBED_TOP` best candidates, as before.
+  did not rank; so do the sections of those papers whose title is nearest the question
+  (:data:`TITLE_SECTIONS`).  A store without them (ingested before) falls back to embedding
+  the :data:`EMBED_TOP` best candidates, as before.
 * **Question-focused scoring** of each candidate sentence (its ``parts``): cosine similarity to
   the question, the IDF-weighted share of the question's content words the sentence holds (rare
   words weigh most: the question's key terms) and the same for its section's title, the score
   and cosine of the passage it sits in, whether it is in a paper section a retrieved wiki
   section was written from or quoted by the wiki, its position (first of its section), a
-  sentence leaning on the one before, its length, and the *expected answer type*: a quantity
+  sentence leaning on the one before, its *context* (the sentence before it: its cosine, and
+  the question's terms the two hold together, each weighted by its rarity among the
+  candidates, so the paper's ubiquitous subject counts little), its section title's cosine to
+  the question, its length, and the *expected answer type*: a quantity
   question ("how many", "how big", "what score") wants a sentence with a number, a definition
   question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
   limitation / comparison question one that states one.  The ranking is a linear model over
-  these features whose weights (:data:`WEIGHTS`) were fitted on the TUNE papers' questions
-  (benchmarks/bench_answer.py ``--fit``, with 5-fold cross-validation by paper reported);
+  these features whose weights (:data:`WEIGHTS`) were fitted on the 40 dev questions
+  (benchmarks/bench_answer.py ``--fit``: pairwise logistic; a fit on half the papers, 5-fold
+  cross-validation by paper and questions over other papers nobody tuned on are reported);
   none names a paper or a gold item.  The abstention thresholds apply to a separate,
   hand-set ``evidence`` score, so refitting the ranking does not move them.
 * **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
   formula debris and reference-list text are never candidates.
+* **Selection**: the best sentence leads; then maximal marginal relevance, with a small cost
+  per word (more, shorter sentences within the word budget) and a gain for the question terms
+  a sentence adds to those already covered (both parts of a two-part question answered).
 * **Readable order**: the chosen sentences are put back in the order of the paper (papers in
   the order their wiki sections ranked), so the answer reads like an excerpt, not a shuffle.
 * **Checked by the tracer**: the chosen sentences are traced to the papers; one the trace does
@@ -101,17 +109,18 @@ TITLE_SECTIONS = 2
 TITLE_MIN_COS = 0.3
 
 #: The ranking: a linear model over the candidate features (:meth:`OfflineAnswerer._score`'s
-#: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on the TUNE papers only
-#: (listwise softmax, L2; RESULTS-answer.md gives the fit and its cross-validation), last on
-#: the wiki the current offline writer makes (3 decimals).
+#: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on all 40 dev questions
+#: (pairwise logistic, L2; RESULTS-answer.md gives the TUNE-half fit, the 5-fold
+#: cross-validation by paper and the held-out papers-more questions), last on the wiki the
+#: current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
             "tcos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.354, "pcos": 0.353, "lex": 0.202, "passage": 0.046, "type": 0.058, "cue": 0.231,
-    "pointed": 0.255, "rank": 0.047, "summary": -0.042, "quoted": 0.067, "first": -0.036,
-    "anaphor": 0.029, "title": 0.734, "words": 0.041, "dense": 0.116, "ctx": 0.385,
-    "pcos_prev": 0.246, "tcos": 0.43,
+    "cos": 0.366, "pcos": 0.37, "lex": 0.198, "passage": 0.025, "type": 0.057, "cue": 0.232,
+    "pointed": 0.264, "rank": 0.043, "summary": -0.042, "quoted": 0.069, "first": -0.035,
+    "anaphor": 0.029, "title": 0.738, "words": 0.025, "dense": 0.119, "ctx": 0.378,
+    "pcos_prev": 0.259, "tcos": 0.403,
 }
 
 NO_ANSWER = "The wiki does not cover this question."
@@ -640,7 +649,7 @@ class OfflineAnswerer:
         """Score every candidate.  Two scores: ``evidence`` (the calibrated measure the
         abstention thresholds are set on: cosine + IDF coverage + passage + answer type) and
         ``score`` (the ranking: a linear model over :func:`features`, weights :data:`WEIGHTS`
-        fitted by benchmarks/bench_answer.py --fit on the TUNE papers).  A candidate without a
+        fitted by benchmarks/bench_answer.py --fit on the dev questions).  A candidate without a
         stored vector is embedded now if it is among the :data:`EMBED_TOP` best by its cheap
         part; otherwise its passage's cosine stands in."""
         import numpy as np
@@ -883,8 +892,11 @@ class OfflineAnswerer:
 
 
 def _bare_title(title: str) -> str:
-    """A section title without its number ("4.2 Results" -> "Results")."""
-    return re.sub(r"^\s*(?:[A-Z]\.|[IVX]+\.?|\d+(?:\.\d+)*\.?)\s+", "", title or "").strip() or title
+    """A section title without its number ("4.2 Results", "IV.B Cost", "A.1 Setup" -> the
+    words; "A satisfactory model" keeps its article)."""
+    bare = re.sub(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVX]+(?:\.[A-Z\d]+)*\.?|[A-Z](?:\.[A-Z\d]+)+\.?"
+                  r"|[A-Z]\.)\s+", "", title or "")
+    return bare.strip() or title
 
 
 def _norm_key(text: str) -> str:
