@@ -62,7 +62,43 @@ def load_items(path: Path = GOLD) -> list[dict]:
 HELDOUT = REPO / "benchmarks" / "answer_heldout.jsonl"
 
 
-def heldout_run(weights: dict | None = None) -> dict | None:
+def miss_causes(engine, items: list[dict]) -> dict[str, int]:
+    """Where each supported question's gold sentence is lost: ``hit`` (the answer holds it),
+    ``paper not retrieved`` (no retrieved wiki section cites its paper), ``filtered`` (no
+    sentence of the paper holding it passes :func:`is_answer_sentence`, e.g. over 70 words),
+    ``not a candidate``, ``dropped`` (ranked in the top 4, then not chosen or dropped by the
+    trace), ``ranked low`` (below the top 4 of the ranking)."""
+    from collections import Counter
+
+    from episteme.query.answer_offline import _sentence_spans, clean_sentence, is_answer_sentence
+
+    off = engine.offline
+    out: Counter = Counter()
+    for it in items:
+        if it.get("unsupported") or not it.get("gold_quotes"):
+            continue
+        if hit(engine.chat(it["question"], mode="offline")["answer"], it["gold_quotes"]):
+            out["hit"] += 1
+            continue
+        retrieved = engine.retrieve(it["question"])
+        papers, _rank, _wiki = off._papers(retrieved["sections"])
+        ex = off.answer(it["question"], retrieved["sections"], covered=True, explain=True)
+        ranks = [i for i, c in enumerate(ex.get("candidates") or [])
+                 if hit(c["text"], it["gold_quotes"])]
+        with off.tracer._db_lock:
+            sids = [r[0] for r in off.tracer.store.conn.execute(
+                "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
+                "('references', 'front')", (it["paper"],))]
+        quotable = any(is_answer_sentence(s) and hit(s, it["gold_quotes"])
+                       for text, *_r in off._sections(sids).values()
+                       for a, b in _sentence_spans(text) for s in [clean_sentence(text[a:b])])
+        out["paper not retrieved" if it["paper"] not in papers else "filtered" if not quotable
+            else "not a candidate" if not ranks else "dropped" if ranks[0] < 4
+            else "ranked low"] += 1
+    return dict(out)
+
+
+def heldout_run(weights: dict | None = None, causes: bool = False) -> dict | None:
     """Ask every question of :data:`HELDOUT` on the ``papers-more`` wiki written by the offline
     writer (cached like the dev wiki): per question, whether the answer holds a gold sentence
     and whether it abstained."""
@@ -88,8 +124,10 @@ def heldout_run(weights: dict | None = None) -> dict | None:
                      "abstained": bool(res.get("abstained")), "answer": res["answer"],
                      "words": len(re.sub(r"\[sec_\d+\]", "", res["answer"]).split()),
                      "min_sentence_words": min((len(s.split()) for s in sents), default=None)})
+    out = {"rows": rows, "backfill": backfill,
+           "causes": miss_causes(engine, load_items(HELDOUT)) if causes else None}
     engine.close()
-    return {"rows": rows, "backfill": backfill}
+    return out
 
 
 def ensure_sentence_vectors(wiki: Path) -> dict:
@@ -427,6 +465,13 @@ def report(data: dict, retrieval: dict, machine: str) -> str:
             mark = "-" if r["hit"] is None else ("✓" if r["hit"] else "✗")
             ans = " ".join(r["answer"].split())[:120].replace("|", "/")
             lines.append(f"| {r['id']} | {r['paper'].split('_')[0]} | {mark} | {r['words']} | {ans} |")
+    if data.get("causes"):
+        ho_c = (data.get("heldout") or {}).get("causes") or {}
+        kinds = ("hit", "ranked low", "dropped", "not a candidate", "filtered",
+                 "paper not retrieved")
+        lines += ["", "Where the gold sentence is lost (`--causes`):", "",
+                  "| cause | dev 40 | papers-more |", "|---|---|---|"]
+        lines += [f"| {k} | {data['causes'].get(k, 0)} | {ho_c.get(k, 0)} |" for k in kinds]
     g = data.get("growth")
     if g:
         gb = g["backfill"]
@@ -462,6 +507,8 @@ def main() -> int:
     ap.add_argument("--write", action="store_true", help="write benchmarks/RESULTS-answer.md")
     ap.add_argument("--explain", action="store_true", help="dump scored candidates to stderr JSON")
     ap.add_argument("--no-retrieval", action="store_true")
+    ap.add_argument("--causes", action="store_true",
+                    help="also tabulate where each missed gold sentence is lost (dev, held-out)")
     ap.add_argument("--no-heldout", action="store_true",
                     help="skip the held-out questions over papers-more (answer_heldout.jsonl)")
     ap.add_argument("--growth", type=Path, metavar="WIKI",
@@ -485,7 +532,17 @@ def main() -> int:
     data = run(wiki, args.explain, fit["weights"] if fit else None)
     data["backfill"] = backfilled
     data["fit"] = fit
-    data["heldout"] = None if args.no_heldout else heldout_run(fit["weights"] if fit else None)
+    data["heldout"] = (None if args.no_heldout else
+                       heldout_run(fit["weights"] if fit else None, causes=args.causes))
+    if args.causes:
+        from episteme.config import load_settings
+        from episteme.query.chat import QueryEngine
+
+        engine = QueryEngine(load_settings(wiki, env={}, dotenv=None))
+        if fit:
+            engine.offline.weights = dict(fit["weights"])
+        data["causes"] = miss_causes(engine, load_items())
+        engine.close()
     data["growth"] = growth_latency(args.growth) if args.growth else None
     if args.explain:
         Path("/tmp/bench_answer_explain.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
