@@ -53,6 +53,7 @@ from .writer import (
     PaperSection,
     RelatedFinder,
     WritePlan,
+    clean_tags,
     load_page,
     load_paper,
     page_type_of,
@@ -60,7 +61,9 @@ from .writer import (
 
 EXTRA_DEFINITIONS = 2  # definitions of the section's key terms, beyond the central sentences
 EXTRA_NUMBERS = 3  # results and key numbers, beyond the central sentences
-EXTRA_BUDGET = 110  # words of definitions and numbers per written section (a readable length)
+EXTRA_EXPLANATIONS = 2  # reasons and mechanisms ("this is because ..."), beyond the central sentences
+EXTRA_BUDGET = 110  # words of definitions, numbers and explanations per written section
+TOPIC_TAGS = 3  # tags per topic page: its key terms and the paper's topic words it shares
 TABLE_ROWS = 3  # key rows quoted per table
 FILL_SENTENCES = 2  # central sentences beyond TOPIC_SENTENCES when the budget has room
 MERGE_SIMILARITY = 0.6  # cosine (MiniLM) of key texts above which a topic joins an existing one
@@ -197,23 +200,31 @@ class Chosen:
     central: list[str]
     definitions: list[str] = field(default_factory=list)
     numbers: list[str] = field(default_factory=list)
+    explanations: list[str] = field(default_factory=list)
 
     def all(self) -> list[str]:
-        return self.central + self.definitions + self.numbers
+        return self.central + self.definitions + self.numbers + self.explanations
+
+    def facts(self) -> list[str]:
+        """The sentences beside the central ones: definitions, numbers, explanations."""
+        return self.definitions + self.numbers + self.explanations
 
 
 def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set[str], *,
                      central: int = TOPIC_SENTENCES, definitions: int = EXTRA_DEFINITIONS,
-                     numbers: int = EXTRA_NUMBERS, budget: int = EXTRA_BUDGET) -> Chosen:
+                     numbers: int = EXTRA_NUMBERS, explanations: int = EXTRA_EXPLANATIONS,
+                     budget: int = EXTRA_BUDGET) -> Chosen:
     """A section's sentences by role (:mod:`episteme.compile.roles`): its most central ones,
-    the definitions of its key terms, and its results and key numbers (sentences reporting an
-    outcome or a quantity; result numbers are those printed in the paper's tables or abstract).
-    The central sentences always; the others in turns (definition, number, definition, ...)
-    while their words stay within ``budget``; among numbers, outcome sentences first, then
-    those with more of the paper's result numbers; budget still left goes to the next most
-    central sentences (at most :data:`FILL_SENTENCES`).  Why turns: a short budget must still hold
-    a definition, and a section of many numbers must not quote only numbers."""
-    from .roles import is_definition, is_result, number_key, quantities
+    the definitions of its key terms, its results and key numbers (sentences reporting an
+    outcome or a quantity; result numbers are those printed in the paper's tables or abstract),
+    and its explanations (a reason or a mechanism: "this is because ...", "which allows ...").
+    The central sentences always; the others in turns (definition, number, explanation,
+    definition, ...) while their words stay within ``budget``; among numbers, outcome sentences
+    first, then those with more of the paper's result numbers; among explanations, the more
+    central first; budget still left goes to the next most central sentences (at most
+    :data:`FILL_SENTENCES`).  Why turns: a short budget must still hold a definition, and a
+    section of many numbers must not quote only numbers."""
+    from .roles import is_definition, is_explanation, is_result, number_key, quantities
 
     n = len(keys.sentences)
     by_score = sorted(range(n), key=lambda i: (-round(keys.scores[i], 6), i))
@@ -228,10 +239,12 @@ def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set
     nums = sorted((i for i in rest if i not in defs and (quantities(keys.sentences[i])
                                                         or is_result(keys.sentences[i]))),
                   key=num_rank)[:numbers]
+    taken = set(defs) | set(nums)
+    expl = [i for i in rest if i not in taken and is_explanation(keys.sentences[i])][:explanations]
     turns: list[tuple[str, int]] = []
-    for j in range(max(len(defs), len(nums))):
-        turns += [(role, lst[j]) for role, lst in (("d", defs), ("n", nums)) if j < len(lst)]
-    picked: dict[str, list[int]] = {"c": list(cent), "d": [], "n": []}
+    for j in range(max(len(defs), len(nums), len(expl))):
+        turns += [(role, lst[j]) for role, lst in (("d", defs), ("n", nums), ("e", expl)) if j < len(lst)]
+    picked: dict[str, list[int]] = {"c": list(cent), "d": [], "n": [], "e": []}
     words = 0
     for role, i in turns:
         w = len(keys.sentences[i].split())
@@ -243,33 +256,43 @@ def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set
     for i in rest:
         if len(picked["c"]) >= len(cent) + FILL_SENTENCES:
             break
-        if i in picked["d"] or i in picked["n"]:
+        if i in picked["d"] or i in picked["n"] or i in picked["e"]:
             continue
         w = len(keys.sentences[i].split())
         if words + w <= budget:
             picked["c"].append(i)
             words += w
-    return Chosen(*[[keys.sentences[i] for i in sorted(picked[r])] for r in ("c", "d", "n")])
+    return Chosen(*[[keys.sentences[i] for i in sorted(picked[r])] for r in ("c", "d", "n", "e")])
 
 
 def key_facts(keys: SectionKeys, chosen: list[str], key_words: set[str] | None = None,
               result_numbers: set[str] | None = None) -> list[str]:
-    """The definitions and key numbers :func:`choose_sentences` adds beyond ``chosen`` (the
-    central sentences), in document order."""
+    """The definitions, key numbers and explanations :func:`choose_sentences` adds beyond
+    ``chosen`` (the central sentences), in document order."""
     c = choose_sentences(keys, key_words or set(), result_numbers or set())
-    return [x for x in keys.sentences if x in c.definitions + c.numbers and x not in chosen]
+    return [x for x in keys.sentences if x in c.facts() and x not in chosen]
 
 
-def page_type_for(title: str, sentences: list[str] | None = None) -> str:
-    """A topic page's ``type`` from its heading and sentences (:func:`roles.topic_type`)."""
+def page_type_for(title: str, sentences: list[str] | None = None, parents: list[str] | None = None,
+                  text: str = "") -> str:
+    """A topic page's ``type`` from its heading, sentences, parent headings and text
+    (:func:`roles.topic_type`)."""
     from .roles import topic_type
 
-    return topic_type(title, sentences or [])
+    return topic_type(title, sentences or [], parents or [], text)
 
 
 _ROLE_LABEL = {"result": "results", "setup": "experimental setup", "dataset": "data"}
 #: a wiki whose SCHEMA.md predates these page types gets the nearest older type instead
 _FALLBACK_TYPE = {"result": "note", "setup": "note", "dataset": "entity"}
+
+
+def _allowed_type(ptype: str, allowed: set[str]) -> str:
+    """``ptype`` when the wiki's schema allows it, else its older stand-in, else ``concept``."""
+    if ptype in allowed:
+        return ptype
+    fallback = _FALLBACK_TYPE.get(ptype, "concept")
+    return fallback if fallback in allowed else "concept"
 
 
 def _allowed_types(wiki) -> set[str]:
@@ -295,6 +318,8 @@ def _facts_paragraph(c: Chosen) -> str:
         out += f"\n\nDefinitions:\n\n{_quotes(c.definitions)}"
     if c.numbers:
         out += f"\n\nResults and key numbers:\n\n{_quotes(c.numbers)}"
+    if c.explanations:
+        out += f"\n\nExplanations:\n\n{_quotes(c.explanations)}"
     return out
 
 
@@ -309,15 +334,15 @@ def _rows_for(prose_numbers: set[str], names: set[str]):
 
 
 def keyphrases(text: str, n: int = 3) -> list[str]:
-    """Up to ``n`` tags: frequent two-word phrases (twice or more) and content words (three
-    times or more), as lowercase hyphenated slugs; a word already inside a chosen phrase is
-    not repeated.  Ties break alphabetically, so the result is deterministic."""
-    words = [w.lower() for w in _WORD_RE.findall(text)]
+    """Up to ``n`` tags: frequent two-word phrases (twice or more; never across a stop word or
+    a sentence or clause boundary) and content words (three times or more), as lowercase
+    hyphenated slugs; a word already inside a chosen phrase is not repeated.  Ties break alphabetically, so the result is deterministic."""
     uni: Counter[str] = Counter()
     bi: Counter[str] = Counter()
     prev: str | None = None
-    for w in words:
-        if w in _STOP or len(w) < 3:
+    for m in re.finditer(r"[A-Za-z][A-Za-z-]*[A-Za-z]|[.;:!?()]", text):
+        w = m.group(0).lower()
+        if w in _STOP or len(w) < 3:  # a stop word, or punctuation: a phrase ends here
             prev = None
             continue
         uni[w] += 1
@@ -336,6 +361,55 @@ def keyphrases(text: str, n: int = 3) -> list[str]:
         if len(chosen) >= n:
             break
     return [slugify(p, max_len=40) for p in chosen]
+
+
+def _noun_phrase(words: list[str]) -> bool:
+    """Whether a two-word term reads as a noun phrase rather than words across a verb: no
+    participle or adverb (-ed, -ly) and no third-person verb or plural in front ("allows
+    users", "participants recalled", "actively engaged" are no names)."""
+    if any(w.endswith(("ed", "ly")) for w in words):
+        return False
+    first = words[0]
+    return not (first.endswith("s") and not first.endswith(("ss", "us", "is")))
+
+
+def topic_tags(title: str, key_terms: list[str], sentences: list[str], paper_topics: list[str],
+               text: str, n: int = TOPIC_TAGS) -> list[str]:
+    """A topic page's tags, from what it holds: one of the paper's topic words
+    (:func:`keyphrases` of the whole paper) that the section repeats, so a paper's pages share
+    a tag; then the section's distinctive key terms (TF-IDF within the paper, best first;
+    :class:`keyterms.TermSpace`) that name something: a two-word term its heading or at least
+    two of its quotable sentences use, or a single word of its heading -- so formula debris and
+    one-off words are no tags.  A page with none of these is tagged with its short heading.  At
+    most ``n``, through :func:`writer.clean_tags`.  Why these: they depend only on the paper's
+    own text, so a re-ingest gives the same tags, whatever else the wiki holds."""
+    def norm(x: str) -> str:
+        return " " + " ".join(re.findall(r"[a-z0-9]+", x.lower())) + " "
+
+    head, low = norm(title), norm(text)
+    prose = [norm(x) for x in sentences]
+    out: list[str] = []
+
+    def fresh(words: list[str]) -> bool:
+        return not any(w in o.replace("-", " ").split() for o in out for w in words)
+
+    for topic in paper_topics:
+        if low.count(norm(topic.replace("-", " "))) >= 2:
+            out.append(topic)
+            break
+    for term in key_terms:
+        words = term.split()
+        if any(w in _STOP or len(w) < 3 or w.isdigit() for w in words):
+            continue
+        t = norm(term)
+        named = t in head or (len(words) > 1 and _noun_phrase(words) and sum(t in x for x in prose) >= 2)
+        if named and fresh(words):
+            out.append(term)
+        if len(out) >= n:
+            break
+    if not out and len(_WORD_RE.findall(title)) <= 3:
+        out.append(title)
+    return clean_tags(out)[:n]
 
 
 # ----------------------------------------------------------------------------- naming
@@ -498,6 +572,7 @@ def plan_extractive(
         return [titles_by_number[".".join(parts[:i])] for i in range(1, len(parts))
                 if ".".join(parts[:i]) in titles_by_number]
 
+    paper_topics = keyphrases("\n".join(s.text for s in writable), 5)  # the paper's topic words
     topics: list[_Topic] = []
     children: list[_Topic] = []  # the paper's own results, setup, datasets: pages under its page
     generic: list[PaperSection] = []
@@ -512,8 +587,8 @@ def plan_extractive(
             generic.append(s)
             continue
         c = picks[s.id]
-        tags = keyphrases(f"{title}. " * 3 + s.text, 3)  # the title counts: short sections still get tags
-        t = _Topic(s, title, slugify(title, max_len=60), c.central, tags, None, c.definitions + c.numbers)
+        tags = topic_tags(title, key, keys[s.id].sentences, paper_topics, s.text)
+        t = _Topic(s, title, slugify(title, max_len=60), c.central, tags, None, c.facts())
         t.role = role or ""
         (children if role else topics).append(t)
     qvecs = _embed_norm(embedder, [f"{t.title}. {' '.join(t.sentences)}" for t in topics])
@@ -592,7 +667,7 @@ def plan_extractive(
         t.related = merged[:MAX_RELATED_LINKS]
 
     # -- the paper page ------------------------------------------------------------------------
-    paper_tags = keyphrases("\n".join(s.text for s in writable), 5)
+    paper_tags = clean_tags(paper_topics)
     page_fields: dict[str, Any] = {"authors": list(info.authors), "paper_file": f"raw/{paper_id}",
                                    **info.meta_fields()}
     abstract = next((s for s in generic if s.kind == "abstract"), None)
@@ -696,7 +771,7 @@ def plan_extractive(
         if t.page in child_pages:  # two sections of one name (a dataset in two experiments)
             child_pages[t.page].body += "\n\n" + para
             continue
-        ptype = t.role if t.role in allowed else _FALLBACK_TYPE[t.role]
+        ptype = _allowed_type(t.role, allowed)
         d = Decision(
             action="create", page=t.page, title=t.title,
             description=_one_line(f"{paper_label}, {t.title}: {t.sentences[0]}"), body=para,
@@ -735,7 +810,8 @@ def plan_extractive(
                 action="create", page=t.page, title=t.title,
                 description=_one_line(f"{t.title}: {t.sentences[0]}"), body=para,
                 sources=[paper_id], tags=t.tags, page_title=t.title,
-                page_type=page_type_for(t.title, keys[t.section.id].sentences),
+                page_type=_allowed_type(page_type_for(t.title, keys[t.section.id].sentences,
+                                                      parents_of(t.section), t.section.text), allowed),
                 paper_section=t.section.id,
                 reason="new topic" + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),
             )
