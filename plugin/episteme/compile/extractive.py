@@ -7,10 +7,10 @@ writer decides is *which* sentences and *where* they go:
 * **Key sentences** — a section's candidate sentences (clean, self-contained prose; no captions,
   formulas or table rows) are embedded and ranked by centrality: cosine similarity to the mean
   of the section's sentence vectors, i.e. the sentences most representative of the section.
-* **Roles** — beside them, each written section quotes the definitions of its key terms and
-  its results and key numbers (:func:`choose_sentences`, :mod:`episteme.compile.roles`: found
-  from the sentences' form, within a word budget), and its tables' key rows under their
-  captions (:mod:`episteme.compile.objects`).
+* **Roles** — beside them, each written section quotes the definitions of its key terms, its
+  results and key numbers, and its explanations (a reason or a mechanism) (:func:`choose_sentences`,
+  :mod:`episteme.compile.roles`: found from the sentences' form, within a word budget), and its
+  tables' key rows under their captions (:mod:`episteme.compile.objects`).
 * **The paper's own experiments** — a section about the paper's results, experimental setup
   or data (by its heading, its parent heading or its content) becomes a page under the
   paper's page, ``papers/<paper>-<section>.md`` (``type: result | setup | dataset``,
@@ -27,7 +27,14 @@ writer decides is *which* sentences and *where* they go:
 * **Links** — topic sections link to their paper page and to the most similar other topics
   (of this paper and already in the wiki); the paper page links to every topic it touched, so
   the graph tools see papers connected through shared topics.
-* **Tags** — keyphrases: the most frequent content words and two-word phrases of the section.
+* **Types** — a topic page's ``type`` from what it holds (:func:`roles.topic_type`): a
+  ``method``, a ``concept``, a ``dataset``, an ``entity``, a ``comparison`` or a ``note``, by
+  its heading's form, its parent headings, its own definition of its heading term and how many
+  of its sentences describe a procedure; a type the wiki's ``SCHEMA.md`` does not list falls
+  back to an older one.
+* **Tags** — a few per page, from its content (:func:`topic_tags`): one of the paper's topic
+  words the section repeats (so a paper's pages share a tag) and the section's distinctive key
+  terms that name something; through the one tag normaliser (:func:`writer.clean_tags`).
 
 Deterministic: the same wiki and paper give the same decisions, byte for byte (dates come from
 the injected ``today``).  The result is an honest skeleton an LLM (or a person) can refine.
@@ -389,9 +396,10 @@ def topic_tags(title: str, key_terms: list[str], sentences: list[str], paper_top
     head, low = norm(title), norm(text)
     prose = [norm(x) for x in sentences]
     out: list[str] = []
+    used: set[str] = set()  # word stems of the key terms chosen (one term per word)
 
-    def fresh(words: list[str]) -> bool:
-        return not any(w in o.replace("-", " ").split() for o in out for w in words)
+    def stems(term: str) -> set[str]:
+        return {p.rstrip("s") for w in term.split() for p in w.split("-") if p}
 
     for topic in paper_topics:
         if low.count(norm(topic.replace("-", " "))) >= 2:
@@ -403,8 +411,9 @@ def topic_tags(title: str, key_terms: list[str], sentences: list[str], paper_top
             continue
         t = norm(term)
         named = t in head or (len(words) > 1 and _noun_phrase(words) and sum(t in x for x in prose) >= 2)
-        if named and fresh(words):
+        if named and not stems(term) & used and slugify(term, max_len=40) not in out:
             out.append(term)
+            used |= stems(term)
         if len(out) >= n:
             break
     if not out and len(_WORD_RE.findall(title)) <= 3:

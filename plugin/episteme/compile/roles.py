@@ -12,11 +12,16 @@ This module finds them by their form, never by a list of one paper's phrases:
   abstract, i.e. it is one of the paper's result numbers;
 * a **result** compares or reports an outcome ("outperforms", "better than", "improves ... by",
   "achieves ... 28.4");
+* an **explanation** gives a reason or a mechanism ("this is because ...", "we suspect that
+  ...", "..., which allows ...", "in order to ...");
 * a table's **key rows** are those whose numbers the paper's prose repeats, or which name the
   paper's own system (a name in its title or repeated in its abstract);
 * a **paper-specific section** (its experiments, results, setup, datasets) is recognised by its
   heading or its parent heading (``4.1`` under ``4 Experiments``), or by its content (most of its
-  sentences report numbers and comparisons); the writer puts those under the paper's page.
+  sentences report numbers and comparisons); the writer puts those under the paper's page;
+* a **topic page's type** (method, concept, dataset, entity, comparison, note) comes from its
+  heading's form, its parent headings, its own definition of its heading term and how many of
+  its sentences describe a procedure (:func:`topic_type`).
 
 Pure Python over text already in memory; deterministic.
 """
