@@ -69,7 +69,8 @@ from .writer import (
 EXTRA_DEFINITIONS = 2  # definitions of the section's key terms, beyond the central sentences
 EXTRA_NUMBERS = 3  # results and key numbers, beyond the central sentences
 EXTRA_EXPLANATIONS = 2  # reasons and mechanisms ("this is because ..."), beyond the central sentences
-EXTRA_BUDGET = 110  # words of definitions, numbers and explanations per written section
+EXTRA_BUDGET = 110  # words of definitions and numbers per written section (a readable length)
+EXPLAIN_BUDGET = 45  # words of explanations per written section, beside EXTRA_BUDGET
 TOPIC_TAGS = 3  # tags per topic page: its key terms and the paper's topic words it shares
 TABLE_ROWS = 3  # key rows quoted per table
 FILL_SENTENCES = 2  # central sentences beyond TOPIC_SENTENCES when the budget has room
@@ -220,17 +221,20 @@ class Chosen:
 def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set[str], *,
                      central: int = TOPIC_SENTENCES, definitions: int = EXTRA_DEFINITIONS,
                      numbers: int = EXTRA_NUMBERS, explanations: int = EXTRA_EXPLANATIONS,
-                     budget: int = EXTRA_BUDGET) -> Chosen:
+                     budget: int = EXTRA_BUDGET, explain_budget: int = EXPLAIN_BUDGET) -> Chosen:
     """A section's sentences by role (:mod:`episteme.compile.roles`): its most central ones,
     the definitions of its key terms, its results and key numbers (sentences reporting an
     outcome or a quantity; result numbers are those printed in the paper's tables or abstract),
     and its explanations (a reason or a mechanism: "this is because ...", "which allows ...").
-    The central sentences always; the others in turns (definition, number, explanation,
+    The central sentences always; definitions and numbers in turns (definition, number,
     definition, ...) while their words stay within ``budget``; among numbers, outcome sentences
-    first, then those with more of the paper's result numbers; among explanations, the more
-    central first; budget still left goes to the next most central sentences (at most
-    :data:`FILL_SENTENCES`).  Why turns: a short budget must still hold a definition, and a
-    section of many numbers must not quote only numbers."""
+    first, then those with more of the paper's result numbers; budget still left goes to the
+    next most central sentences (at most :data:`FILL_SENTENCES`); then the most central
+    explanations not quoted yet, within ``explain_budget`` words of their own.  Why turns: a
+    short budget must still hold a definition, and a section of many numbers must not quote
+    only numbers.  Why a budget of their own: the sentences chosen without explanations stay
+    exactly as they were, so the topic matches and merges the same wiki sections (and every
+    section id after it stays the same) whether or not explanations are quoted."""
     from .roles import is_definition, is_explanation, is_result, number_key, quantities
 
     n = len(keys.sentences)
@@ -246,11 +250,9 @@ def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set
     nums = sorted((i for i in rest if i not in defs and (quantities(keys.sentences[i])
                                                         or is_result(keys.sentences[i]))),
                   key=num_rank)[:numbers]
-    taken = set(defs) | set(nums)
-    expl = [i for i in rest if i not in taken and is_explanation(keys.sentences[i])][:explanations]
     turns: list[tuple[str, int]] = []
-    for j in range(max(len(defs), len(nums), len(expl))):
-        turns += [(role, lst[j]) for role, lst in (("d", defs), ("n", nums), ("e", expl)) if j < len(lst)]
+    for j in range(max(len(defs), len(nums))):
+        turns += [(role, lst[j]) for role, lst in (("d", defs), ("n", nums)) if j < len(lst)]
     picked: dict[str, list[int]] = {"c": list(cent), "d": [], "n": [], "e": []}
     words = 0
     for role, i in turns:
@@ -269,6 +271,15 @@ def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set
         if words + w <= budget:
             picked["c"].append(i)
             words += w
+    taken = {i for lst in picked.values() for i in lst}
+    room = explain_budget
+    for i in rest:
+        if len(picked["e"]) >= explanations:
+            break
+        w = len(keys.sentences[i].split())
+        if i not in taken and w <= room and is_explanation(keys.sentences[i]):
+            picked["e"].append(i)
+            room -= w
     return Chosen(*[[keys.sentences[i] for i in sorted(picked[r])] for r in ("c", "d", "n", "e")])
 
 
@@ -328,6 +339,21 @@ def _facts_paragraph(c: Chosen) -> str:
     if c.explanations:
         out += f"\n\nExplanations:\n\n{_quotes(c.explanations)}"
     return out
+
+
+def _without_explanations(body: str) -> str:
+    """A section body without its "Explanations:" quotes: what a topic is compared with is the
+    text the writer chose before it quoted explanations (so merges do not change with them)."""
+    out, inside = [], False
+    for line in body.split("\n"):
+        if line == "Explanations:":
+            inside = True
+            continue
+        if inside and (line.startswith("> ") or not line.strip()):
+            continue
+        inside = False
+        out.append(line)
+    return "\n".join(out)
 
 
 def _rows_for(prose_numbers: set[str], names: set[str]):
@@ -520,6 +546,7 @@ class _Topic:
     vector: Any
     facts: list[str] = field(default_factory=list)  # definitions and key numbers (choose_sentences)
     role: str = ""  # "result" | "setup" | "dataset" for a page under the paper's page
+    match: str = ""  # the text it is matched to related wiki sections by
     target: dict | None = None  # the existing section it merges into
     page: str = ""
     related: list[tuple[str, str]] = field(default_factory=list)  # (page, label)
@@ -599,8 +626,9 @@ def plan_extractive(
         tags = topic_tags(title, key, keys[s.id].sentences, paper_topics, s.text)
         t = _Topic(s, title, slugify(title, max_len=60), c.central, tags, None, c.facts())
         t.role = role or ""
+        t.match = f"{title}. {' '.join(c.central)}"  # what it is matched to related wiki sections by
         (children if role else topics).append(t)
-    qvecs = _embed_norm(embedder, [f"{t.title}. {' '.join(t.sentences)}" for t in topics])
+    qvecs = _embed_norm(embedder, [t.match for t in topics])
     for t, v in zip(topics, qvecs, strict=True):
         t.vector = v
 
@@ -621,12 +649,13 @@ def plan_extractive(
     per_topic: list[list[str]] = []
     for t in topics:
         ids = []
-        for row in finder.search(f"{t.title}. {' '.join(t.sentences)}", k=2 * CANDIDATES):
+        for row in finder.search(t.match, k=2 * CANDIDATES):
             if not is_topic_page(row["page"]) or len(ids) >= CANDIDATES:
                 continue  # paper pages take no merges: ask for more, keep the topics
             ids.append(row["id"])
             cand_rows[row["id"]] = row
-            cand_text[row["id"]] = f"{row['title']}. {row.get('description', '')} {' '.join(str(row.get('text', '')).split()[:180])}"
+            body = _without_explanations(str(row.get("text", "")))
+            cand_text[row["id"]] = f"{row['title']}. {row.get('description', '')} {' '.join(body.split()[:180])}"
         per_topic.append(ids)
     cand_ids = sorted(cand_text)
     cvecs = dict(zip(cand_ids, _embed_norm(embedder, [cand_text[c] for c in cand_ids]), strict=True))
