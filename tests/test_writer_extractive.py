@@ -583,14 +583,14 @@ def test_topic_pages_are_typed_and_tagged_from_what_they_hold(writer_stages):
 
 def test_explanations_are_a_role_of_their_own(writer_stages):
     """Sentences that give a reason or a mechanism are quoted under "Explanations:" (each has
-    the form: a causal connective or a hedge), within the section budget; Attention's reason
+    the form: a causal connective or a hedge), within their own word budget; Attention's reason
     for scaling the dot products reaches the wiki; a forward reference is no explanation."""
     from episteme.compile.roles import is_explanation
 
     wiki = writer_stages / "after_attention"
     expl = [q for rel in iter_page_paths(wiki) for sec in _sections(wiki, rel)
             for q in _quoted_under(sec.body, "Explanations:")]
-    assert len(expl) >= 5, expl
+    assert len(expl) >= 3, expl
     assert all(is_explanation(x) for x in expl), expl
     text = " ".join(" ".join((wiki / r).read_text(encoding="utf-8").split()) for r in iter_page_paths(wiki))
     assert "We suspect that for large values of dk, the dot products grow large in magnitude" in text
