@@ -225,7 +225,7 @@ def test_ranking_features_read_the_question_and_the_sentences_place(engine):
 
 
 def test_the_fit_learns_which_feature_marks_the_answer():
-    """bench_answer's listwise fit on made-up candidates where one feature (``title``) marks
+    """bench_answer's pairwise fit on made-up candidates where one feature (``title``) marks
     the gold sentence and the others are noise: the fitted weights rank gold first."""
     import random
     import sys
@@ -250,3 +250,53 @@ def test_the_fit_learns_which_feature_marks_the_answer():
     assert bench_answer.top_k_rate(dump, {"p2", "p3"}, w, k=3) >= 0.75  # unseen questions
     assert bench_answer.top_k_rate(dump, {"p2", "p3"}, {f: 0.0 for f in FEATURES} | {"cos": 1.0},
                                    k=3) < 0.75  # noise alone does not
+
+
+def test_a_sentence_is_ranked_with_the_one_before_it(engine):
+    """"This activity ..." answers with its previous sentence: the context features read the
+    sentence before it in its paper section (its text's question terms, its stored vector)."""
+    off = OfflineAnswerer(engine.settings, engine.embedder, None)
+    first = "Protein folding activity in the cell is studied with a new assay here."
+    second = "This activity is essential for the survival of the organism under stress."
+    text = first + " " + second
+    off._section_text["p#1"] = (text, 1, "Results", "body", 1, 1)
+    start = text.index(second)
+    lean = Candidate(second, "p", "p#1", "Results", 1, None, (0, 1, start))
+    alone = Candidate("An unrelated sentence about the survival of the organism under stress.",
+                      "p", "p#1", "Results", 1, None, (0, 1, 0))
+    assert off._previous(lean)[0] == first and off._previous(alone) == (None, None)
+    off._score("Why does protein folding activity matter?", [lean, alone], {})
+    # the previous sentence holds "protein" and "folding": the pair covers more of the question
+    assert lean.parts["ctx"] > alone.parts["ctx"]
+    assert alone.parts["pcos_prev"] == 0.0
+
+
+def test_selection_leads_with_the_best_and_covers_both_parts_of_a_question(engine):
+    off = OfflineAnswerer(engine.settings, engine.embedder, None)
+
+    def cand(text, score, qterms):
+        c = Candidate(text, None, None, "S", None, None, (0, 0, 0), score=score)
+        c.qterms = qterms
+        return c
+
+    long_best = cand(" ".join(["Long best sentence with many words"] * 6) + ".", 1.0, {"bleu": 0.5})
+    same_part = cand("Another sentence about the same score of the model here.", 0.9, {"bleu": 0.5})
+    other_part = cand("Training took three and a half days on eight graphics cards.", 0.88,
+                      {"train": 0.5})
+    picked = off._select([long_best, same_part, other_part])
+    assert picked[0] is long_best  # no per-word cost on the lead sentence
+    assert picked.index(other_part) < picked.index(same_part)  # it answers the other part
+    off.coverage = 0.0
+    picked = off._select([long_best, same_part, other_part])
+    assert picked.index(same_part) < picked.index(other_part)
+
+
+def test_section_titles_lose_their_numbers():
+    from episteme.query.answer_offline import _bare_title
+
+    assert _bare_title("4.2 Results") == "Results"
+    assert _bare_title("IV.B Cost") == "Cost" and _bare_title("A.1 Setup") == "Setup"
+    assert _bare_title("II ATTACKS") == "ATTACKS"
+    assert _bare_title("Results") == "Results"
+    assert _bare_title("A satisfactory model") == "A satisfactory model"
+    assert _bare_title("3 The S2ORC dataset") == "The S2ORC dataset"

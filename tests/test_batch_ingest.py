@@ -301,7 +301,7 @@ class _ZoteroLibrary:
 
 
 def test_zotero_library_metadata_reaches_pages_and_cite(tmp_path, papers_dir):
-    from test_ingest import GAN, subset_pdf
+    from helpers.papers import GAN, subset_pdf
 
     gen = tmp_path / "gen"
     gen.mkdir()

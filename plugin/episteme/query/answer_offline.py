@@ -13,24 +13,32 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   (:mod:`episteme.ingest.sentences`), so each candidate is scored by its *own* cosine to the
   question at no query-time cost (only the question is embedded), and the papers' sentences
   nearest the question (:data:`DENSE_SENTENCES`) join the candidates even when their passage
-  did not rank.  A store without them (ingested before) falls back to embedding the
-  :data:`EMBED_TOP` best candidates, as before.
+  did not rank; so do the sections of those papers whose title is nearest the question
+  (:data:`TITLE_SECTIONS`).  A store without them (ingested before) falls back to embedding
+  the :data:`EMBED_TOP` best candidates, as before.
 * **Question-focused scoring** of each candidate sentence (its ``parts``): cosine similarity to
   the question, the IDF-weighted share of the question's content words the sentence holds (rare
   words weigh most: the question's key terms) and the same for its section's title, the score
   and cosine of the passage it sits in, whether it is in a paper section a retrieved wiki
   section was written from or quoted by the wiki, its position (first of its section), a
-  sentence leaning on the one before, its length, and the *expected answer type*: a quantity
+  sentence leaning on the one before, its *context* (the sentence before it: its cosine, and
+  the question's terms the two hold together, each weighted by its rarity among the
+  candidates, so the paper's ubiquitous subject counts little), its section title's cosine to
+  the question, its length, and the *expected answer type*: a quantity
   question ("how many", "how big", "what score") wants a sentence with a number, a definition
   question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
   limitation / comparison question one that states one.  The ranking is a linear model over
-  these features whose weights (:data:`WEIGHTS`) were fitted on the TUNE papers' questions
-  (benchmarks/bench_answer.py ``--fit``, with 5-fold cross-validation by paper reported);
+  these features whose weights (:data:`WEIGHTS`) were fitted on the 40 dev questions
+  (benchmarks/bench_answer.py ``--fit``: pairwise logistic; a fit on half the papers, 5-fold
+  cross-validation by paper and questions over other papers nobody tuned on are reported);
   none names a paper or a gold item.  The abstention thresholds apply to a separate,
   hand-set ``evidence`` score, so refitting the ranking does not move them.
 * **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
   formula debris and reference-list text are never candidates.
+* **Selection**: the best sentence leads; then maximal marginal relevance, with a small cost
+  per word (more, shorter sentences within the word budget) and a gain for the question terms
+  a sentence adds to those already covered (both parts of a two-part question answered).
 * **Readable order**: the chosen sentences are put back in the order of the paper (papers in
   the order their wiki sections ranked), so the answer reads like an excerpt, not a shuffle.
 * **Checked by the tracer**: the chosen sentences are traced to the papers; one the trace does
@@ -49,6 +57,7 @@ would silently depend on a filter in another.
 from __future__ import annotations
 
 import functools
+import math
 import re
 import threading
 from collections.abc import Sequence
@@ -57,8 +66,15 @@ from dataclasses import dataclass, field
 MIN_WORDS = 6  # shorter "sentences" are fragments ("Proposition 1.", "Results.")
 MAX_WORDS = 70
 MAX_SENTENCES = 4  # chosen sentences; up to two more that they lean on (_with_context)
-MAX_ANSWER_WORDS = 115
+MAX_ANSWER_WORDS = 120
 REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
+#: per word of a sentence, taken off its selection gain: within the same word budget, more and
+#: shorter sentences cover more of what the question may be asking (chosen by the 5-fold CV of
+#: benchmarks/bench_answer.py on dev_trace; RESULTS-answer.md)
+LENGTH_COST = 0.005
+#: x the share of the question's (locally weighted) terms a sentence adds to those the chosen
+#: ones already hold: a two-part question ("what X, and how long Y?") gets both parts answered
+COVERAGE = 0.2
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
 EMBED_TOP = 28  # sentences embedded per question, the best by the cheap pre-score (bounded work)
 MARGIN = 0.35  # keep sentences within this of the best one's score
@@ -87,17 +103,24 @@ MIN_EVIDENCE_UNCOVERED = 1.05
 #: (with their passages), beside the question's best passages.
 DENSE_SENTENCES = 30
 PAPER_CACHE = 48  # papers whose sentence matrices a warm answerer keeps
+#: Sections of the retrieved papers whose title is nearest the question that are searched
+#: whole (beside the pointed ones), when the title's cosine reaches TITLE_MIN_COS.
+TITLE_SECTIONS = 2
+TITLE_MIN_COS = 0.3
 
 #: The ranking: a linear model over the candidate features (:meth:`OfflineAnswerer._score`'s
-#: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on the TUNE papers only
-#: (listwise softmax, L2; RESULTS-answer.md gives the fit and its cross-validation), last on
-#: the wiki the current offline writer makes (3 decimals).
+#: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on all 40 dev questions
+#: (pairwise logistic, L2; RESULTS-answer.md gives the TUNE-half fit, the 5-fold
+#: cross-validation by paper and the held-out papers-more questions), last on the wiki the
+#: current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
-            "quoted", "first", "anaphor", "title", "words", "dense")
+            "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
+            "tcos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.606, "pcos": 0.256, "lex": 0.526, "passage": 0.096, "type": 0.015, "cue": 0.308,
-    "pointed": 0.261, "rank": -0.093, "summary": 0.011, "quoted": 0.094, "first": -0.109,
-    "anaphor": 0.071, "title": 0.361, "words": 0.225, "dense": 0.23,
+    "cos": 0.366, "pcos": 0.37, "lex": 0.198, "passage": 0.025, "type": 0.057, "cue": 0.232,
+    "pointed": 0.264, "rank": 0.043, "summary": -0.042, "quoted": 0.069, "first": -0.035,
+    "anaphor": 0.029, "title": 0.738, "words": 0.025, "dense": 0.119, "ctx": 0.378,
+    "pcos_prev": 0.259, "tcos": 0.403,
 }
 
 NO_ANSWER = "The wiki does not cover this question."
@@ -238,6 +261,8 @@ class Candidate:
     quoted: bool = False  # a wiki section quotes it
     first: bool = False  # the first sentence of its paper section
     stored_section: bool = False  # its section has stored sentence vectors (ingest's)
+    prev_vec: object = None  # the stored vector of the sentence before it, when there is one
+    qterms: dict = field(default_factory=dict)  # question term -> its share of the question
 
 
 class OfflineAnswerer:
@@ -257,6 +282,7 @@ class OfflineAnswerer:
         self._paper_sents: dict[str, tuple[list, object]] = {}
         self.weights: dict[str, float] = dict(WEIGHTS)  # the benchmark's folds set their own
         self.use_stored = True  # False: ignore stored sentence vectors (the latency baseline)
+        self.coverage = COVERAGE  # the benchmark's selection experiments set their own
 
     # -- store helpers -------------------------------------------------------------------------
 
@@ -470,7 +496,11 @@ class OfflineAnswerer:
         qvec = self._encode([question])[0]
         # 3. the papers' sentences nearest the question (stored vectors): their passages join
         dense_hits = self._dense_sentences(qvec, papers)
-        extra_secs = sorted(set(pointed) | {sid for sid, _a, _c in dense_hits})
+        # 4. the sections of those papers whose title is nearest the question ("How was X
+        # evaluated?" -> "5.2 Study 1 Results"): their whole text is in play, like a pointed one
+        titled = self._titled_sections(qvec, papers)
+        whole = set(pointed) | titled
+        extra_secs = sorted(whole | {sid for sid, _a, _c in dense_hits})
         wanted_at: dict[str, set[int]] = {}
         for sid, a, _c in dense_hits:
             wanted_at.setdefault(sid, set()).add(a)
@@ -479,7 +509,7 @@ class OfflineAnswerer:
             pid, sec_id, a0, b0, _page = row
             if pid in pinfo:
                 continue
-            if sec_id in pointed or any(a0 <= a < b0 for a in wanted_at.get(sec_id, ())):
+            if sec_id in whole or any(a0 <= a < b0 for a in wanted_at.get(sec_id, ())):
                 extra.append(row)
         if extra:
             ids_all, matrix = self.tracer._matrix(papers, False)
@@ -557,6 +587,25 @@ class OfflineAnswerer:
                                             {int(a): vecs[i] for i, (a, _b) in enumerate(spans)})
         return {s: v for s in section_ids if (v := self._sent_vecs.get(s)) is not None}
 
+    def _titled_sections(self, qvec, papers: Sequence[str]) -> set[str]:
+        """The :data:`TITLE_SECTIONS` body sections of ``papers`` whose (numberless) title is
+        nearest the question by cosine, at least :data:`TITLE_MIN_COS` (titles are embedded
+        once: a warm engine keeps their vectors)."""
+        if self.tracer is None or not papers or TITLE_SECTIONS <= 0:
+            return set()
+        with self.tracer._db_lock:
+            rows = self.tracer.store.conn.execute(
+                "SELECT section_id, section_title FROM sections WHERE paper_id IN "
+                f"({','.join('?' * len(papers))}) AND kind NOT IN ('references', 'front', "
+                "'table', 'figure', 'footnote') AND length(section_text) > 0",
+                list(papers)).fetchall()
+        rows = [(sid, _bare_title(t)) for sid, t in rows if t]
+        if not rows:
+            return set()
+        sims = self._encode([t for _sid, t in rows]) @ qvec
+        best = sorted(range(len(rows)), key=lambda i: -float(sims[i]))[:TITLE_SECTIONS]
+        return {rows[i][0] for i in best if float(sims[i]) >= TITLE_MIN_COS}
+
     def _dense_sentences(self, qvec, papers: Sequence[str]) -> list[tuple[str, int, float]]:
         """The :data:`DENSE_SENTENCES` stored sentences of ``papers`` nearest the question:
         ``(section id, start, cosine)``.  Each paper's sentence matrix is read once and kept
@@ -600,7 +649,7 @@ class OfflineAnswerer:
         """Score every candidate.  Two scores: ``evidence`` (the calibrated measure the
         abstention thresholds are set on: cosine + IDF coverage + passage + answer type) and
         ``score`` (the ranking: a linear model over :func:`features`, weights :data:`WEIGHTS`
-        fitted by benchmarks/bench_answer.py --fit on the TUNE papers).  A candidate without a
+        fitted by benchmarks/bench_answer.py --fit on the dev questions).  A candidate without a
         stored vector is embedded now if it is among the :data:`EMBED_TOP` best by its cheap
         part; otherwise its passage's cosine stands in."""
         import numpy as np
@@ -617,9 +666,24 @@ class OfflineAnswerer:
         else:
             weights = dict.fromkeys(qterms, 1.0)
         total = sum(weights.values()) or 1.0
-        for c in cands:
-            terms = set(content_terms(c.text))
+        cterms = [set(content_terms(c.text)) for c in cands]
+        # the question's terms weighted by their rarity among *these* candidates: a term every
+        # candidate holds (the paper's own subject) tells them apart no more than a stopword
+        n = len(cands)
+        local = {t: math.log((n + 1) / (df + 0.5)) for t in qterms
+                 if (df := sum(t in ts for ts in cterms)) > 0}
+        ltotal = sum(local.values()) or 1.0
+        for c, terms in zip(cands, cterms, strict=True):
             lex = sum(w for t, w in weights.items() if t in terms) / total
+            lexl = sum(w for t, w in local.items() if t in terms) / ltotal
+            prev_text, prev_vec = self._previous(c)
+            if prev_text:
+                both = terms | set(content_terms(prev_text))
+                ctx = sum(w for t, w in local.items() if t in both) / ltotal
+            else:
+                ctx = lexl
+            c.prev_vec = prev_vec
+            c.qterms = {t: w / ltotal for t, w in local.items() if t in terms}
             tterms = set(content_terms(c.section))
             title_lex = sum(w for t, w in weights.items() if t in tterms) / total
             bonus, tmatch = 0.0, 0.0
@@ -642,7 +706,8 @@ class OfflineAnswerer:
                        "rank": min(rank, 4) / 4, "summary": float(c.summary),
                        "quoted": float(c.quoted or c.paper is None), "first": float(c.first),
                        "anaphor": float(bool(_ANAPHOR.match(c.text))), "title": title_lex,
-                       "words": min(len(c.text.split()), 40) / 40, "dense": 0.0}
+                       "words": min(len(c.text.split()), 40) / 40, "dense": 0.0,
+                       "ctx": ctx, "pcos_prev": 0.0}
             c.evidence = (W_LEX * lex + W_PASSAGE * c.passage_score + bonus
                           + (W_POINTED / (1 + c.pointed) if c.pointed is not None else 0.0)
                           - W_WIKI_RANK * min(rank, 4)
@@ -659,6 +724,8 @@ class OfflineAnswerer:
             for i, v in zip(top, vecs, strict=True):
                 cands[i].vec = v
         for c in cands:
+            if c.prev_vec is not None:  # the sentence it follows: what "this" refers to
+                c.parts["pcos_prev"] = float(np.asarray(c.prev_vec, dtype=np.float32) @ qvec)
             if c.vec is not None:
                 c.parts["cos"] = float(np.asarray(c.vec, dtype=np.float32) @ qvec)
                 c.parts["dense"] = 1.0
@@ -666,9 +733,32 @@ class OfflineAnswerer:
             else:  # not embedded: its passage's cosine, a little discounted
                 c.parts["cos"] = c.passage_cos - 0.1
                 c.evidence += W_COS * (c.passage_cos - 0.1)
+        # the section's own relevance: its title's cosine to the question (titles are few and
+        # short; a warm engine has embedded most of them before)
+        titles = list(dict.fromkeys(_bare_title(c.section) for c in cands if c.section))
+        tvec = dict(zip(titles, self._encode(titles) @ qvec, strict=True)) if titles else {}
+        for c in cands:
+            c.parts["tcos"] = float(tvec.get(_bare_title(c.section), 0.0)) if c.section else 0.0
         w = self.weights
         for c in cands:
             c.score = sum(w.get(k, 0.0) * v for k, v in c.parts.items()) + w.get("bias", 0.0)
+
+    def _previous(self, c: Candidate) -> tuple[str | None, object]:
+        """The sentence before ``c`` in its paper section (its text and stored vector), or
+        ``(None, None)``: a sentence that opens "This activity is ..." answers with the one
+        before it, so its context counts in its ranking (``ctx``, ``pcos_prev``)."""
+        if c.section_id is None or c.order[2] is None:
+            return None, None
+        sec = self._section_text.get(c.section_id)
+        if sec is None:
+            return None, None
+        spans = _sentence_spans(sec[0])
+        i = next((k for k, (a, _b) in enumerate(spans) if a == c.order[2]), None)
+        if not i:
+            return None, None
+        a, b = spans[i - 1]
+        vecs = self._sent_vecs.get(c.section_id) or {}
+        return clean_sentence(sec[0][a:b]), vecs.get(a)
 
     def _encode(self, texts: list[str]):
         """Embeddings, with the sentences' vectors kept (a warm engine meets them again)."""
@@ -684,21 +774,26 @@ class OfflineAnswerer:
         return np.vstack([self._vec_cache[t] for t in texts])
 
     def _select(self, cands: list[Candidate]) -> list[Candidate]:
-        """Greedy, maximal marginal relevance: each step takes the candidate with the best score
-        minus :data:`REDUNDANCY` x its cosine to the closest sentence already chosen, within
+        """Greedy, maximal marginal relevance: the best-scored sentence first, then each step
+        takes the candidate with the best score minus :data:`REDUNDANCY` x its cosine to the
+        closest sentence already chosen minus :data:`LENGTH_COST` per word, within
         :data:`MARGIN` of the best score, no near-duplicates, bounded length."""
         best = cands[0].score
         pool = [c for c in cands if c.score >= best - MARGIN][:4 * MAX_SENTENCES]
         vecs = {c.text: c.vec for c in pool}
         picked: list[Candidate] = []
+        covered: set[str] = set()
         nwords = 0
         while pool and len(picked) < MAX_SENTENCES + 2:
             def gain(c: Candidate) -> float:
                 v = vecs.get(c.text)
                 red = max((float(v @ vecs[p.text]) for p in picked
                            if v is not None and vecs.get(p.text) is not None), default=0.0)
-                return c.score - REDUNDANCY * red
-            c = max(pool, key=gain)
+                new = sum(w for t, w in c.qterms.items() if t not in covered)
+                return (c.score - REDUNDANCY * red - LENGTH_COST * len(c.text.split())
+                        + self.coverage * new)
+            # the best sentence always leads; then relevance, novelty and brevity trade off
+            c = max(pool, key=gain) if picked else max(pool, key=lambda c: c.score)
             pool.remove(c)
             ws = set(_norm_key(c.text).split())
             if any(len(ws & set(_norm_key(p.text).split())) > 0.6 * min(len(ws), len(p.text.split()))
@@ -708,6 +803,7 @@ class OfflineAnswerer:
             if picked and nwords + n > MAX_ANSWER_WORDS:
                 continue
             picked.append(c)
+            covered.update(c.qterms)
             nwords += n
         return picked
 
@@ -793,6 +889,14 @@ class OfflineAnswerer:
             if verdict in (None, "supported"):
                 ok.append(c)
         return ok, (traced if len(ok) == len(picked) else None)
+
+
+def _bare_title(title: str) -> str:
+    """A section title without its number ("4.2 Results", "IV.B Cost", "A.1 Setup" -> the
+    words; "A satisfactory model" keeps its article)."""
+    bare = re.sub(r"^\s*(?:\d+(?:\.\d+)*\.?|[IVX]+(?:\.[A-Z\d]+)*\.?|[A-Z](?:\.[A-Z\d]+)+\.?"
+                  r"|[A-Z]\.)\s+", "", title or "")
+    return bare.strip() or title
 
 
 def _norm_key(text: str) -> str:
