@@ -374,9 +374,7 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
                                    mp_context=multiprocessing.get_context("spawn"))
     else:
         pool = _InlinePool()
-    # the biggest files first (a proxy for the longest papers): the small ones then fill the
-    # cores at the end, instead of one long paper finishing alone while the other cores idle
-    queue = sorted(todo, key=_size, reverse=True) if in_workers else list(todo)
+    queue = list(todo)
     inflight: dict = {}
     window = jobs + 2
     try:
@@ -414,13 +412,6 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
         pool.shutdown(wait=False, cancel_futures=True)
         raise
     pool.shutdown(wait=True)
-
-
-def _size(it: BatchItem) -> int:
-    try:
-        return it.path.stat().st_size
-    except OSError:
-        return 0
 
 
 def _stage(settings, it: BatchItem) -> bool:
