@@ -24,7 +24,13 @@ asserts with the text of its candidate passages, deterministically (no model, no
   Y``) are checked the same way with word siblings (``generator``/``discriminator``,
   ``input``/``output``).
 * **Negation** (``not``, ``no``, ``never``, ``without``, ``n't``, ``free of`` ...) near the
-  shared content words of the claim and its best evidence sentence must agree.
+  shared content words of the claim and its best evidence sentence must agree.  A sentence that
+  says all the claim says (every content word and number) with the claim's polarity settles it:
+  a negation elsewhere in the passage about some of the same words denies something else.
+* **Quotes** (:func:`verbatim_span`): a claim copying a sentence of a passage, or a part of one
+  from a sentence or clause start to a clause end, is supported by it before any check runs (a
+  passage cannot contradict itself; ``bench_verify.py --self-consistency`` checks that the
+  checks agree even without this rule).
 * **Comparisons**: ``higher/lower``, ``more/less``, ``better/worse``, ``faster/slower``,
   ``outperforms/underperforms``, ``rises/falls`` ... compared by direction, with the sides of the
   comparison (which shared words stand before and after the comparative) and with quantities
