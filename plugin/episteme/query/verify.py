@@ -1200,7 +1200,11 @@ class Verifier:
         for n in vals:
             found = None
             for en in occ[id(n)]:
-                sa, sb = _table_block(text, en.start) or _sentence_of(text, en.start)
+                block = _table_block(text, en.start)
+                sa, sb = block or _sentence_of(text, en.start)
+                if block is None and cterms and cterms <= _stems(text[sa:sb]):
+                    found = None
+                    break  # stated in a sentence holding all the claim's words: the claim's own
                 labels = [lab for lab in _row_labels(text, sa, sb)
                           if lab[0] and len(lab[3].split()) <= 4 and not re.search(r"[,;.:()]", lab[3])]
                 if len(labels) < 3:
