@@ -3,6 +3,7 @@
 
     python benchmarks/bench_graph.py [--sizes 1000,10000,50000] [--runs 5] [--work /tmp/episteme-bench]
                                      [--shared ../shared] [--out benchmarks/RESULTS-graph.md]
+                                     [--compare /path/to/other/checkout]
 
 For each wiki (synthetic ones made by ``../shared/tools/gen_vault.py`` under ``--work``, never
 in the repo, plus the real vaults) it times, as separate processes and round-robin so machine
@@ -13,7 +14,9 @@ noise hits every command alike:
 - ``graph_query.py --mode stats`` (one process: the scan never forks)
 - ``graph_query.py --mode hubs``
 
-and reports the median of ``--runs`` wall-clock times and CPU times (user + system of the
+(``--compare DIR``: also ``graph_query.py --mode stats`` of the checkout at DIR, with its own
+``plugin/`` on ``PYTHONPATH``, in the same round-robin: an A/B against the same floor), and
+reports the median of ``--runs`` wall-clock times and CPU times (user + system of the
 process, from ``wait4``), their ratios to the floor's, and the peak RSS of the stats process.  Prints
 a markdown report and writes it to ``--out``.
 
@@ -42,11 +45,11 @@ SCRIPT = REPO / "plugin" / "scripts" / "graph_query.py"
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def run_once(cmd: list[str]) -> tuple[float, float, float]:
+def run_once(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float, float]:
     """(wall seconds, peak RSS MB, CPU seconds = user + system) of one process and the
     children it waited for.  CPU time moves less with machine load than wall time does."""
     t0 = time.perf_counter()
-    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=ENV)
+    p = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env or ENV)
     _, status, usage = os.wait4(p.pid, 0)
     wall = time.perf_counter() - t0
     p.returncode = os.waitstatus_to_exitcode(status)
@@ -74,7 +77,7 @@ def page_count(root: Path) -> int:
     return json.loads(r.stdout)["pages"]
 
 
-def bench(root: Path, bare: Path, runs: int) -> dict[str, tuple[float, float, float]]:
+def bench(root: Path, bare: Path, runs: int, compare: Path | None = None) -> dict[str, tuple[float, float, float]]:
     py = sys.executable
     cmds = {
         "bare": [py, str(bare), str(root)],
@@ -82,14 +85,19 @@ def bench(root: Path, bare: Path, runs: int) -> dict[str, tuple[float, float, fl
         "stats": [py, str(SCRIPT), "--wiki", str(root), "--mode", "stats"],
         "hubs": [py, str(SCRIPT), "--wiki", str(root), "--mode", "hubs"],
     }
-    for cmd in cmds.values():  # warm the page cache and the interpreter's .pyc files
-        run_once(cmd)
+    envs = {}
+    if compare is not None:
+        other = compare / "plugin" / "scripts" / "graph_query.py"
+        cmds["stats_compare"] = [py, str(other), "--wiki", str(root), "--mode", "stats"]
+        envs["stats_compare"] = {**ENV, "PYTHONPATH": str(compare / "plugin")}
+    for name, cmd in cmds.items():  # warm the page cache and the interpreter's .pyc files
+        run_once(cmd, envs.get(name))
     times: dict[str, list[float]] = {k: [] for k in cmds}
     cpu: dict[str, list[float]] = {k: [] for k in cmds}
     rss: dict[str, float] = dict.fromkeys(cmds, 0.0)
     for _ in range(runs):
         for name, cmd in cmds.items():
-            wall, mb, used = run_once(cmd)
+            wall, mb, used = run_once(cmd, envs.get(name))
             times[name].append(wall)
             cpu[name].append(used)
             rss[name] = max(rss[name], mb)
@@ -103,7 +111,9 @@ def main() -> int:
     ap.add_argument("--work", default="/tmp/episteme-bench")
     ap.add_argument("--shared", default=str(REPO.parent / "shared"))
     ap.add_argument("--out", default=str(REPO / "benchmarks" / "RESULTS-graph.md"))
+    ap.add_argument("--compare", help="another checkout whose stats to time in the same run")
     a = ap.parse_args()
+    compare = Path(a.compare).resolve() if a.compare else None
     shared = Path(a.shared).resolve()
     gen, bare = shared / "tools" / "gen_vault.py", shared / "tools" / "bare_scan.py"
     work = Path(a.work)
@@ -122,7 +132,7 @@ def main() -> int:
     loads = [load0[0]]
     for label, root in wikis:
         n = page_count(root)
-        r = bench(root, bare, a.runs)
+        r = bench(root, bare, a.runs, compare)
         rows.append((label, n, r))
         loads.append(os.getloadavg()[0])
         print(f"{label}: {n} pages, stats {r['stats'][0]:.3f}s / {r['stats'][2]:.3f}s CPU, "
@@ -169,6 +179,17 @@ def main() -> int:
             f"| {label} | {n} | {f:.3f} | {r['bare_yaml'][2]:.3f} | {r['stats'][2]:.3f} | "
             f"{r['hubs'][2]:.3f} | {r['stats'][2] / f:.2f}× | {r['hubs'][2] / f:.2f}× |"
         )
+    if compare is not None:
+        lines += [
+            "",
+            f"### Same run: stats of this checkout and of `{compare}` (A/B against one floor)",
+            "",
+            "| wiki | floor CPU s | stats CPU s | compared CPU s | this / compared | stats / floor | compared / floor |",
+            "|---|---:|---:|---:|---:|---:|---:|",
+        ]
+        for label, _n, r in rows:
+            f, s, c = r["bare"][2], r["stats"][2], r["stats_compare"][2]
+            lines.append(f"| {label} | {f:.3f} | {s:.3f} | {c:.3f} | {s / c:.3f} | {s / f:.2f}× | {c / f:.2f}× |")
     lines += [
         "",
         "Targets (issue 13): one process, `stats` on 10k pages ≤ 3.0× the floor (median of 5, same "

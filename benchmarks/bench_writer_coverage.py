@@ -132,6 +132,7 @@ def read_pages(wiki: Path) -> dict[str, dict]:
         parsed = parse_page(text, strict=False)
         srcs = sorted({s for sec in parsed.sections for s in sec.sources} | set(fm.get("sources") or []))
         out[rel] = {"type": str(fm.get("type", "")), "paper": fm.get("paper"), "sources": srcs,
+                    "tags": [str(t) for t in (fm.get("tags") or [])],
                     "sections": [(sec.title, sec.body) for sec in parsed.sections]}
     return out
 
@@ -221,6 +222,60 @@ def shape(pages: dict[str, dict], papers: tuple[str, ...]) -> dict:
             "sec_median": statistics.median(sec_words) if sec_words else 0,
             "sec_p90": sorted(sec_words)[int(0.9 * (len(sec_words) - 1))] if sec_words else 0,
             "sec_max": max(sec_words) if sec_words else 0, "words_total": sum(words)}
+
+
+LABELS = REPO / "benchmarks" / "writer_type_labels.json"
+
+
+def type_agreement(pages: dict[str, dict], half: str) -> tuple[int, int, Counter]:
+    """(pages whose written ``type`` is the hand label, labelled pages written, the
+    disagreements as "label→written" counts), for one half's hand labels
+    (``writer_type_labels.json``, labelled before the type rule was written)."""
+    labels = json.loads(LABELS.read_text(encoding="utf-8")).get(half, {})
+    agree, n, wrong = 0, 0, Counter()
+    for rel, label in labels.items():
+        if rel not in pages:
+            continue
+        n += 1
+        if pages[rel]["type"] == label:
+            agree += 1
+        else:
+            wrong[f"{label}→{pages[rel]['type']}"] += 1
+    return agree, n, wrong
+
+
+def tag_stats(pages: dict[str, dict], papers: tuple[str, ...]) -> dict:
+    """Tags of the pages of ``papers`` (paper pages aside): per page (median), distinct, the
+    share of tags whose words are in their page's text, and of tags on two or more pages."""
+    mine = {k: p for k, p in pages.items() if set(p["sources"]) & set(papers) and p["type"] != "paper"}
+    per = [len(p["tags"]) for p in mine.values()]
+    uses = Counter(t for p in mine.values() for t in p["tags"])
+    grounded = total = 0
+    for p in mine.values():
+        text = " " + norm(" ".join(f"{t} {b}" for t, b in p["sections"])) + " "
+        for t in p["tags"]:
+            total += 1
+            grounded += f" {norm(t.replace('-', ' ').replace('/', ' '))} " in text
+    return {"median": statistics.median(per) if per else 0, "distinct": len(uses), "total": total,
+            "grounded": grounded, "shared": sum(1 for c in uses.values() if c >= 2)}
+
+
+def explanation_count(pages: dict[str, dict], papers: tuple[str, ...]) -> int:
+    """Sentences quoted under an "Explanations:" label on the pages of ``papers``."""
+    n = 0
+    for p in pages.values():
+        if not set(p["sources"]) & set(papers):
+            continue
+        for _t, body in p["sections"]:
+            inside = False
+            for line in body.split("\n"):
+                if line == "Explanations:":
+                    inside = True
+                elif inside and line.startswith("> "):
+                    n += 1
+                elif inside and line.strip() and not line.startswith("> "):
+                    inside = False
+    return n
 
 
 def ensure_more(bt, bv) -> Path | None:
@@ -333,6 +388,33 @@ def main() -> int:
             lines.append(f"| {half} | {name} | {s['pages']} | {s['top_level']} | {s['nested']} | {types} | "
                          f"{s['words_median']:.0f} | {s['sec_median']:.0f} / {s['sec_p90']} / {s['sec_max']} | "
                          f"{lint_summary(results[key])} | {timing} |")
+    lines += ["", "## Page types against hand labels", "",
+              "The types of the pages written for each half, against hand labels of the same pages "
+              "(`benchmarks/writer_type_labels.json`, labelled before the type rule was written; B "
+              "was not looked at while writing it).  A page whose path the writer no longer makes is "
+              "left out (the count says how many were compared).", "",
+              "| half | writer | agree | most common disagreements (label→written) |", "|---|---|---|---|"]
+    for half in ("A", "B"):
+        for name in ("before", "after"):
+            agree, n, wrong = type_agreement(results[f"{name}-dev"]["pages"], half)
+            lines.append(f"| {half} | {name} | {pct(agree, n)} | "
+                         + ", ".join(f"{k} {v}" for k, v in wrong.most_common(5)) + " |")
+    lines += ["", "## Tags and explanations", "",
+              "Tags of the non-paper pages: per page (median), distinct tags, tags whose words are in "
+              "their page's text, tags on two or more pages (what `graph cluster` groups by); and "
+              "the sentences quoted as explanations.", "",
+              "| papers | writer | tags/page | distinct | in the page's text | on ≥ 2 pages | explanations |",
+              "|---|---|---|---|---|---|---|"]
+    for half, papers in (("A (tuned)", HALF_A), ("B (held out)", HALF_B), ("papers-more (held out)", more_papers)):
+        corpus = "more" if papers is more_papers else "dev"
+        for name in ("before", "after"):
+            key = f"{name}-{corpus}"
+            if key not in results:
+                continue
+            ts = tag_stats(results[key]["pages"], papers)
+            lines.append(f"| {half} | {name} | {ts['median']:.0f} | {ts['distinct']} | "
+                         f"{pct(ts['grounded'], ts['total'])} | {ts['shared']} | "
+                         f"{explanation_count(results[key]['pages'], papers)} |")
     lines += ["", "Lint is of the whole written wiki (both halves for the dev papers); the write "
               "time is of all papers of that wiki (wall / CPU seconds, one process, claim check off)"
               + ("; the *before* wikis were written by an earlier run of this command in the same "

@@ -254,6 +254,87 @@ def test_links_to_pages_nobody_wrote_are_reported(ingested_wiki, fake_anthropic)
     assert note.endswith(": recurrent-neural-network")
 
 
+# ------------------------------------------------------------------------ types and tags
+
+
+def test_page_types_and_tags_come_from_the_model_validated(ingested_wiki, fake_anthropic):
+    """The model chooses each new page's type from the set the wiki allows (an enum in the
+    tool schema, with what each type means) and proposes tags: a type outside the set is sent
+    back by the schema check, a missing one falls back to ``concept``, tags are normalised the
+    one way; a result page under papers/ names its paper."""
+    settings = _settings(ingested_wiki, fake_anthropic)
+    n = _calls(settings, ATTENTION)
+    seen: dict[str, str] = {}
+    plan = iter([("method", ["Self Attention", "#nlp/Sequence Models", "self-attention"]), ("result", None),
+                 ("dataset", None)])
+
+    def typed(req):
+        reply = create_reply(req)
+        inp = reply.body["content"][-1]["input"]
+        ptype, tags = next(plan, (None, None))
+        if ptype is None:
+            seen.setdefault(inp["page"], "concept")  # no type given: the fallback
+            return reply
+        if ptype == "result":
+            inp["page"] = f"papers/attention-is-all-you-need-{inp['page']}"
+        inp["page_type"] = ptype
+        if tags:
+            inp["tags"] = tags
+        seen[inp["page"]] = ptype
+        return reply
+
+    def banana(req):
+        reply = create_reply(req)
+        reply.body["content"][-1]["input"]["page_type"] = "banana"
+        return reply
+
+    fake_anthropic.enqueue(banana, *[typed] * n)
+    out = write_paper(settings, ATTENTION, writer="claude", today=TODAY, llm_client=_client(settings))
+    assert out["write_status"] == "written" and out["llm_usage"]["tool_retries"] == 1
+    tool = fake_anthropic.requests[0].body["tools"][0]["input_schema"]["properties"]["page_type"]
+    assert "paper" not in tool["enum"] and {"concept", "method", "dataset", "result"} <= set(tool["enum"])
+    assert "method:" in tool["description"]
+    assert "page_type must be one of" in fake_anthropic.requests[1].text()
+    assert {"method", "result", "dataset", "concept"} <= set(seen.values())
+    for page, ptype in seen.items():
+        fm = _frontmatter(ingested_wiki / f"{page}.md")
+        assert fm["type"] == ptype, (page, fm["type"])
+        if ptype == "result":
+            assert page.startswith("papers/") and fm["paper"] == "papers/attention-is-all-you-need.md"
+        if ptype == "method":
+            assert fm["tags"] == ["self-attention", "nlp/sequence-models"]
+        else:
+            assert fm["tags"] == ["transformer"]
+
+
+def test_a_wiki_with_an_older_schema_gets_a_type_it_allows(ingested_wiki, fake_anthropic):
+    """A wiki whose SCHEMA.md lists no result/setup/dataset: the tool offers only the types it
+    allows; a model's type it does not allow becomes the older stand-in, never a lint error."""
+    from episteme.compile.claude import _decision, page_type_from, tool_for
+
+    schema = ingested_wiki / "SCHEMA.md"
+    schema.write_text(schema.read_text(encoding="utf-8").replace(", result, setup, dataset]", "]"), encoding="utf-8")
+    from episteme.compile.extractive import _allowed_types
+
+    allowed = _allowed_types(ingested_wiki)
+    assert "result" not in allowed and "method" in allowed
+    enum = tool_for(allowed)["input_schema"]["properties"]["page_type"]["enum"]
+    assert "result" not in enum and "dataset" not in enum and enum[0] == "concept"
+    assert page_type_from("result", allowed) == "note" and page_type_from("dataset", allowed) == "entity"
+    assert page_type_from(" Method ", allowed) == "method" and page_type_from(None, allowed) == "concept"
+    section = load_paper(load_settings(ingested_wiki, env={}, dotenv=None), ATTENTION).writable()[0][1]
+    d = _decision({"action": "update", "page": "x", "section_id": "sec_001", "title": "X", "description": "x",
+                   "body": "b", "page_type": "method", "tags": ["A B"]}, ATTENTION, section, allowed)
+    assert d.page_type is None and d.tags == ["a-b"]  # an update changes no page's type
+
+
+def _frontmatter(path: Path) -> dict:
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    return yaml.safe_load(text[4:text.index("\n---", 4)])
+
+
 # ------------------------------------------------------------------------- mode + checks
 
 

@@ -161,7 +161,7 @@ def test_pages_have_graph_frontmatter_titles_and_tags(writer_stages):
     assert fm["sources"] == [ATTENTION] and str(fm["ingested_at"]) == DATE and str(fm["created"]) == DATE
     assert "Ashish Vaswani" in fm["authors"] and fm["tags"]
     mha = _frontmatter(wiki / "multi-head-attention.md")
-    assert mha["title"] == "Multi-Head Attention" and mha["type"] == "concept"
+    assert mha["title"] == "Multi-Head Attention" and mha["type"] == "method"  # a mechanism
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", t) for t in mha["tags"]) and mha["tags"]
     text = (wiki / "multi-head-attention.md").read_text(encoding="utf-8")
     assert "[[papers/attention-is-all-you-need|Attention Is All You Need]]" in text
@@ -546,6 +546,56 @@ def test_sentence_roles_from_form_on_real_sentences(writer_stages):
     assert paper_role("GLUE", ["Experiments"], candidate_sentences(glue["section_text"])) == "result"
     mha = candidate_sentences(secs["Multi-Head Attention"]["section_text"])
     assert paper_role("Multi-Head Attention", ["Model Architecture", "Attention"], mha) is None
+
+
+def test_topic_pages_are_typed_and_tagged_from_what_they_hold(writer_stages):
+    """Page types from the content: the mechanisms of Attention's model are methods, its "Why
+    Self-Attention" and BERT's related work (a parent heading of background prose) concepts,
+    BERT's appendix title a note; the related-work section "Transfer Learning from Supervised
+    Data" is a top-level concept, not a dataset page under the paper (its data noun follows a
+    preposition).  Tags: at most three slugs per page, each named in its page's text, and one
+    of the paper's topic words shared by several of its pages."""
+    wiki = writer_stages / "after_bert"
+    types = {rel: _frontmatter(wiki / rel)["type"] for rel in iter_page_paths(wiki)}
+    for rel in ("scaled-dot-product-attention.md", "positional-encoding.md", "encoder-and-decoder-stacks.md"):
+        assert types[rel] == "method", (rel, types[rel])
+    for rel in ("why-self-attention.md", "unsupervised-feature-based-approaches.md",
+                "transfer-learning-from-supervised-data.md"):
+        assert types[rel] == "concept", (rel, types[rel])
+    assert not (wiki / "papers/bert-transfer-learning-from-supervised-data.md").exists()
+    assert types["appendix-for-bert-pre-training-of-deep-bidirectional-transfo.md"] == "note"
+    assert set(types.values()) >= {"paper", "method", "concept", "note", "result", "setup"}
+    per_paper: dict[str, list[str]] = {}
+    for rel in iter_page_paths(wiki):
+        fm = _frontmatter(wiki / rel)
+        if fm["type"] == "paper":
+            continue
+        assert 1 <= len(fm["tags"]) <= 3 * len(fm["sources"]), (rel, fm["tags"])
+        text = " ".join(re.findall(r"[a-z0-9]+", (wiki / rel).read_text(encoding="utf-8").lower()))
+        for tag in fm["tags"]:
+            assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", tag), tag
+            assert " ".join(tag.split("-")) in text, (rel, tag)
+        for src in fm["sources"]:
+            per_paper.setdefault(src, []).extend(fm["tags"])
+    for src, tags in per_paper.items():
+        assert max(tags.count(t) for t in tags) >= 3, (src, tags)
+
+
+def test_explanations_are_a_role_of_their_own(writer_stages):
+    """Sentences that give a reason or a mechanism are quoted under "Explanations:" (each has
+    the form: a causal connective or a hedge), within their own word budget; Attention's reason
+    for scaling the dot products reaches the wiki; a forward reference is no explanation."""
+    from episteme.compile.roles import is_explanation
+
+    wiki = writer_stages / "after_attention"
+    expl = [q for rel in iter_page_paths(wiki) for sec in _sections(wiki, rel)
+            for q in _quoted_under(sec.body, "Explanations:")]
+    assert len(expl) >= 3, expl
+    assert all(is_explanation(x) for x in expl), expl
+    text = " ".join(" ".join((wiki / r).read_text(encoding="utf-8").split()) for r in iter_page_paths(wiki))
+    assert "We suspect that for large values of dk, the dot products grow large in magnitude" in text
+    assert not is_explanation("We will show in section 4.1 that this minimax game has a global optimum.")
+    assert not is_explanation("The encoder is composed of a stack of N = 6 identical layers.")
 
 
 def test_a_topic_above_the_merge_threshold_joins_the_existing_section(writer_stages, tmp_path, embedder,

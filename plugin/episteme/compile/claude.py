@@ -29,10 +29,24 @@ from .writer import (
     PaperSection,
     RelatedFinder,
     WritePlan,
+    clean_tags,
     load_paper,
     validate_decision,
 )
 
+#: the page types a new page of the Claude writer may take (``paper`` pages it makes itself),
+#: with the one-line meaning the tool schema gives the model
+PAGE_TYPE_HELP = {
+    "concept": "an idea, a problem, a phenomenon or background notion",
+    "method": "a technique, model, architecture, algorithm, or a component of one",
+    "dataset": "a dataset, corpus or benchmark",
+    "entity": "a named tool, software, organisation or artefact",
+    "comparison": "a comparison of approaches",
+    "result": "this paper's own experiments and results (page under papers/)",
+    "setup": "this paper's own experimental setup (page under papers/)",
+    "synthesis": "a synthesis across papers",
+    "note": "anything else (acknowledgements, notation, limitations)",
+}
 RELATED_K = 6  # related wiki sections shown per paper section
 FULL_BODIES = 3  # of those, how many are shown in full (the others by description)
 MAX_SECTION_CHARS = 24_000  # longer paper sections are cut (the model sees the start)
@@ -62,7 +76,12 @@ TOOL: dict[str, Any] = {
                      "description": "markdown body (no heading, no frontmatter); link related pages "
                                     "with [[page-slug]] or [[page-slug|label]]; for update the full new "
                                     "body, keeping what the old one said that is still true"},
-            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 8},
+            "page_type": {"type": "string", "enum": list(PAGE_TYPE_HELP),  # per wiki: tool_for
+                          "description": "for a new page, what it is about: " + "; ".join(
+                              f"{k}: {v}" for k, v in PAGE_TYPE_HELP.items())},
+            "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 8,
+                     "description": "2-4 topic tags, lowercase-hyphenated (machine-translation); "
+                                    "nested with a slash (nlp/attention)"},
         },
         "required": ["action", "page", "title", "description", "body"],
     },
@@ -75,7 +94,10 @@ SYSTEM = (
     "the new facts into its body, keep what is still true, and do not drop earlier papers' "
     "content), otherwise create a new section, on an existing topic page or a new one. Write "
     "faithful, concise prose grounded only in the paper text; do not invent results or numbers. "
-    "Link related pages with [[page-slug]] wikilinks, including the paper's page. Answer only by "
+    "Link related pages with [[page-slug]] wikilinks, including the paper's page. For a new page, "
+    "choose its page_type by what it is about (a method or model, a concept, a dataset, ...) and "
+    "give it a few topic tags; the paper's own experiments, results and setup go on a page under "
+    "papers/ named after the paper's page (papers/<paper-page>-<topic>), typed result or setup. Answer only by "
     "calling the write_wiki_section tool. " + "{notice}"
 )
 
@@ -113,7 +135,7 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
     Raises :class:`episteme.llm.client.LLMError` (nothing written) when the API or the model fails."""
     from ..llm.client import UNTRUSTED_NOTICE, LLMClient
     from ..wiki.edit import raw_sources
-    from .extractive import paper_page_for, short_title
+    from .extractive import _allowed_types, _field_defined, paper_page_for, short_title
 
     info = load_paper(settings, paper_id)
     wiki = settings.wiki
@@ -125,6 +147,9 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
     client = client or LLMClient(settings)
     paper_page = paper_page_for(wiki, info)
     system = SYSTEM.format(notice=UNTRUSTED_NOTICE)
+    allowed = _allowed_types(wiki)
+    tool = tool_for(allowed)
+    child_of = paper_page if _field_defined(wiki, "paper") else None  # ``paper:`` of result/setup pages
     planned: dict[str, str] = {}
     bodies: dict[str, str] = {}  # section id -> body as planned by an earlier update
     updates: dict[str, Decision] = {}
@@ -155,15 +180,17 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
                        if not str(r.get("page", "")).startswith(f"{PAPERS_FOLDER}/")]
 
             def check(raw: dict[str, Any], section: PaperSection = section) -> None:
-                validate_decision(wiki, _decision(raw, paper_id, section), known, required_source=paper_id)
+                validate_decision(wiki, _decision(raw, paper_id, section, allowed, child_of), known,
+                                  required_source=paper_id)
 
             raw = client.complete_tool(
                 system,
                 [{"role": "user", "content": _prompt(info.title, paper_id, paper_page, section,
                                                      related, planned, bodies)}],
-                TOOL, max_tokens=4096, validate=check,
+                tool, max_tokens=4096, validate=check,
             )
-            d = validate_decision(wiki, _decision(raw, paper_id, section), known, required_source=paper_id)
+            d = validate_decision(wiki, _decision(raw, paper_id, section, allowed, child_of), known,
+                                  required_source=paper_id)
             if d.action == "update" and d.section_id in updates:
                 prev = updates[d.section_id]  # a second update of one section: the later body wins
                 prev.body, prev.title, prev.description = d.body, d.title, d.description
@@ -187,12 +214,47 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
     return plan, usage
 
 
-def _decision(raw: dict[str, Any], paper_id: str, section: PaperSection) -> Decision:
-    """The tool input as a :class:`Decision` (types already checked against the schema)."""
+def tool_for(allowed: set[str]) -> dict[str, Any]:
+    """:data:`TOOL` with ``page_type`` limited to the types the wiki allows (its ``SCHEMA.md``),
+    in :data:`PAGE_TYPE_HELP` order; ``concept`` always (the fallback)."""
+    types = [t for t in PAGE_TYPE_HELP if t in allowed] or ["concept"]
+    if "concept" not in types:
+        types.insert(0, "concept")
+    props = dict(TOOL["input_schema"]["properties"])
+    props["page_type"] = {**props["page_type"], "enum": types, "description": "for a new page, what it is about: "
+                          + "; ".join(f"{t}: {PAGE_TYPE_HELP[t]}" for t in types)}
+    return {**TOOL, "input_schema": {**TOOL["input_schema"], "properties": props}}
+
+
+def page_type_from(value: Any, allowed: set[str]) -> str:
+    """The model's ``page_type`` when it is one a new page may take in this wiki, else its
+    older stand-in (:func:`extractive._allowed_type`), else ``concept``: a missing or odd type
+    is no reason to refuse the section (nor to ask the model again)."""
+    from .extractive import _allowed_type
+
+    t = str(value or "").strip().lower()
+    if t not in PAGE_TYPE_HELP:
+        return "concept"
+    return _allowed_type(t, allowed)
+
+
+def _decision(raw: dict[str, Any], paper_id: str, section: PaperSection, allowed: set[str] | None = None,
+              paper_page: str | None = None) -> Decision:
+    """The tool input as a :class:`Decision` (types already checked against the schema): the
+    page type from :func:`page_type_from`, tags through :func:`writer.clean_tags`; a result,
+    setup or dataset page under ``papers/`` names its paper (``paper: <paper_page>``; ``None``
+    when the wiki's schema has no ``paper`` field) like the offline writer's."""
+    from ..wiki.schema import PAGE_TYPES
+
     page = str(raw.get("page", "")).strip()
     if not page:
         raise EpistemeError("page must not be empty")
-    tags = raw.get("tags") or []
+    create = raw.get("action") == "create"
+    ptype = page_type_from(raw.get("page_type"), set(PAGE_TYPES) if allowed is None else allowed) if create else None
+    fields: dict[str, Any] = {}
+    if (create and paper_page and ptype in ("result", "setup", "dataset")
+            and page.startswith(f"{PAPERS_FOLDER}/")):
+        fields["paper"] = paper_page
     return Decision(
         action=str(raw.get("action", "")),
         page=page,
@@ -201,9 +263,9 @@ def _decision(raw: dict[str, Any], paper_id: str, section: PaperSection) -> Deci
         description=str(raw.get("description", "")),
         body=str(raw.get("body", "")),
         sources=[paper_id],
-        tags=[str(t).strip().replace(" ", "-") for t in tags if str(t).strip()],
+        tags=clean_tags(raw.get("tags") or []),
         page_title=str(raw["page_title"]) if raw.get("page_title") else None,
-        page_type="concept" if raw.get("action") == "create" else None,
+        page_type=ptype, page_fields=fields,
         paper_section=section.id,
         reason="claude",
     )

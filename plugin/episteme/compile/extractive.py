@@ -7,10 +7,10 @@ writer decides is *which* sentences and *where* they go:
 * **Key sentences** — a section's candidate sentences (clean, self-contained prose; no captions,
   formulas or table rows) are embedded and ranked by centrality: cosine similarity to the mean
   of the section's sentence vectors, i.e. the sentences most representative of the section.
-* **Roles** — beside them, each written section quotes the definitions of its key terms and
-  its results and key numbers (:func:`choose_sentences`, :mod:`episteme.compile.roles`: found
-  from the sentences' form, within a word budget), and its tables' key rows under their
-  captions (:mod:`episteme.compile.objects`).
+* **Roles** — beside them, each written section quotes the definitions of its key terms, its
+  results and key numbers, and its explanations (a reason or a mechanism) (:func:`choose_sentences`,
+  :mod:`episteme.compile.roles`: found from the sentences' form, within a word budget), and its
+  tables' key rows under their captions (:mod:`episteme.compile.objects`).
 * **The paper's own experiments** — a section about the paper's results, experimental setup
   or data (by its heading, its parent heading or its content) becomes a page under the
   paper's page, ``papers/<paper>-<section>.md`` (``type: result | setup | dataset``,
@@ -27,7 +27,14 @@ writer decides is *which* sentences and *where* they go:
 * **Links** — topic sections link to their paper page and to the most similar other topics
   (of this paper and already in the wiki); the paper page links to every topic it touched, so
   the graph tools see papers connected through shared topics.
-* **Tags** — keyphrases: the most frequent content words and two-word phrases of the section.
+* **Types** — a topic page's ``type`` from what it holds (:func:`roles.topic_type`): a
+  ``method``, a ``concept``, a ``dataset``, an ``entity``, a ``comparison`` or a ``note``, by
+  its heading's form, its parent headings, its own definition of its heading term and how many
+  of its sentences describe a procedure; a type the wiki's ``SCHEMA.md`` does not list falls
+  back to an older one.
+* **Tags** — a few per page, from its content (:func:`topic_tags`): one of the paper's topic
+  words the section repeats (so a paper's pages share a tag) and the section's distinctive key
+  terms that name something; through the one tag normaliser (:func:`writer.clean_tags`).
 
 Deterministic: the same wiki and paper give the same decisions, byte for byte (dates come from
 the injected ``today``).  The result is an honest skeleton an LLM (or a person) can refine.
@@ -53,6 +60,7 @@ from .writer import (
     PaperSection,
     RelatedFinder,
     WritePlan,
+    clean_tags,
     load_page,
     load_paper,
     page_type_of,
@@ -60,7 +68,10 @@ from .writer import (
 
 EXTRA_DEFINITIONS = 2  # definitions of the section's key terms, beyond the central sentences
 EXTRA_NUMBERS = 3  # results and key numbers, beyond the central sentences
+EXTRA_EXPLANATIONS = 2  # reasons and mechanisms ("this is because ..."), beyond the central sentences
 EXTRA_BUDGET = 110  # words of definitions and numbers per written section (a readable length)
+EXPLAIN_BUDGET = 45  # words of explanations per written section, beside EXTRA_BUDGET
+TOPIC_TAGS = 3  # tags per topic page: its key terms and the paper's topic words it shares
 TABLE_ROWS = 3  # key rows quoted per table
 FILL_SENTENCES = 2  # central sentences beyond TOPIC_SENTENCES when the budget has room
 MERGE_SIMILARITY = 0.6  # cosine (MiniLM) of key texts above which a topic joins an existing one
@@ -197,23 +208,34 @@ class Chosen:
     central: list[str]
     definitions: list[str] = field(default_factory=list)
     numbers: list[str] = field(default_factory=list)
+    explanations: list[str] = field(default_factory=list)
 
     def all(self) -> list[str]:
-        return self.central + self.definitions + self.numbers
+        return self.central + self.definitions + self.numbers + self.explanations
+
+    def facts(self) -> list[str]:
+        """The sentences beside the central ones: definitions, numbers, explanations."""
+        return self.definitions + self.numbers + self.explanations
 
 
 def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set[str], *,
                      central: int = TOPIC_SENTENCES, definitions: int = EXTRA_DEFINITIONS,
-                     numbers: int = EXTRA_NUMBERS, budget: int = EXTRA_BUDGET) -> Chosen:
+                     numbers: int = EXTRA_NUMBERS, explanations: int = EXTRA_EXPLANATIONS,
+                     budget: int = EXTRA_BUDGET, explain_budget: int = EXPLAIN_BUDGET) -> Chosen:
     """A section's sentences by role (:mod:`episteme.compile.roles`): its most central ones,
-    the definitions of its key terms, and its results and key numbers (sentences reporting an
-    outcome or a quantity; result numbers are those printed in the paper's tables or abstract).
-    The central sentences always; the others in turns (definition, number, definition, ...)
-    while their words stay within ``budget``; among numbers, outcome sentences first, then
-    those with more of the paper's result numbers; budget still left goes to the next most
-    central sentences (at most :data:`FILL_SENTENCES`).  Why turns: a short budget must still hold
-    a definition, and a section of many numbers must not quote only numbers."""
-    from .roles import is_definition, is_result, number_key, quantities
+    the definitions of its key terms, its results and key numbers (sentences reporting an
+    outcome or a quantity; result numbers are those printed in the paper's tables or abstract),
+    and its explanations (a reason or a mechanism: "this is because ...", "which allows ...").
+    The central sentences always; definitions and numbers in turns (definition, number,
+    definition, ...) while their words stay within ``budget``; among numbers, outcome sentences
+    first, then those with more of the paper's result numbers; budget still left goes to the
+    next most central sentences (at most :data:`FILL_SENTENCES`); then the most central
+    explanations not quoted yet, within ``explain_budget`` words of their own.  Why turns: a
+    short budget must still hold a definition, and a section of many numbers must not quote
+    only numbers.  Why a budget of their own: the sentences chosen without explanations stay
+    exactly as they were, so the topic matches and merges the same wiki sections (and every
+    section id after it stays the same) whether or not explanations are quoted."""
+    from .roles import is_definition, is_explanation, is_result, number_key, quantities
 
     n = len(keys.sentences)
     by_score = sorted(range(n), key=lambda i: (-round(keys.scores[i], 6), i))
@@ -231,7 +253,7 @@ def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set
     turns: list[tuple[str, int]] = []
     for j in range(max(len(defs), len(nums))):
         turns += [(role, lst[j]) for role, lst in (("d", defs), ("n", nums)) if j < len(lst)]
-    picked: dict[str, list[int]] = {"c": list(cent), "d": [], "n": []}
+    picked: dict[str, list[int]] = {"c": list(cent), "d": [], "n": [], "e": []}
     words = 0
     for role, i in turns:
         w = len(keys.sentences[i].split())
@@ -243,33 +265,52 @@ def choose_sentences(keys: SectionKeys, key_words: set[str], result_numbers: set
     for i in rest:
         if len(picked["c"]) >= len(cent) + FILL_SENTENCES:
             break
-        if i in picked["d"] or i in picked["n"]:
+        if i in picked["d"] or i in picked["n"] or i in picked["e"]:
             continue
         w = len(keys.sentences[i].split())
         if words + w <= budget:
             picked["c"].append(i)
             words += w
-    return Chosen(*[[keys.sentences[i] for i in sorted(picked[r])] for r in ("c", "d", "n")])
+    taken = {i for lst in picked.values() for i in lst}
+    room = explain_budget
+    for i in rest:
+        if len(picked["e"]) >= explanations:
+            break
+        w = len(keys.sentences[i].split())
+        if i not in taken and w <= room and is_explanation(keys.sentences[i]):
+            picked["e"].append(i)
+            room -= w
+    return Chosen(*[[keys.sentences[i] for i in sorted(picked[r])] for r in ("c", "d", "n", "e")])
 
 
 def key_facts(keys: SectionKeys, chosen: list[str], key_words: set[str] | None = None,
               result_numbers: set[str] | None = None) -> list[str]:
-    """The definitions and key numbers :func:`choose_sentences` adds beyond ``chosen`` (the
-    central sentences), in document order."""
+    """The definitions, key numbers and explanations :func:`choose_sentences` adds beyond
+    ``chosen`` (the central sentences), in document order."""
     c = choose_sentences(keys, key_words or set(), result_numbers or set())
-    return [x for x in keys.sentences if x in c.definitions + c.numbers and x not in chosen]
+    return [x for x in keys.sentences if x in c.facts() and x not in chosen]
 
 
-def page_type_for(title: str, sentences: list[str] | None = None) -> str:
-    """A topic page's ``type`` from its heading and sentences (:func:`roles.topic_type`)."""
+def page_type_for(title: str, sentences: list[str] | None = None, parents: list[str] | None = None,
+                  text: str = "") -> str:
+    """A topic page's ``type`` from its heading, sentences, parent headings and text
+    (:func:`roles.topic_type`)."""
     from .roles import topic_type
 
-    return topic_type(title, sentences or [])
+    return topic_type(title, sentences or [], parents or [], text)
 
 
 _ROLE_LABEL = {"result": "results", "setup": "experimental setup", "dataset": "data"}
 #: a wiki whose SCHEMA.md predates these page types gets the nearest older type instead
 _FALLBACK_TYPE = {"result": "note", "setup": "note", "dataset": "entity"}
+
+
+def _allowed_type(ptype: str, allowed: set[str]) -> str:
+    """``ptype`` when the wiki's schema allows it, else its older stand-in, else ``concept``."""
+    if ptype in allowed:
+        return ptype
+    fallback = _FALLBACK_TYPE.get(ptype, "concept")
+    return fallback if fallback in allowed else "concept"
 
 
 def _allowed_types(wiki) -> set[str]:
@@ -295,7 +336,24 @@ def _facts_paragraph(c: Chosen) -> str:
         out += f"\n\nDefinitions:\n\n{_quotes(c.definitions)}"
     if c.numbers:
         out += f"\n\nResults and key numbers:\n\n{_quotes(c.numbers)}"
+    if c.explanations:
+        out += f"\n\nExplanations:\n\n{_quotes(c.explanations)}"
     return out
+
+
+def _without_explanations(body: str) -> str:
+    """A section body without its "Explanations:" quotes: what a topic is compared with is the
+    text the writer chose before it quoted explanations (so merges do not change with them)."""
+    out, inside = [], False
+    for line in body.split("\n"):
+        if line == "Explanations:":
+            inside = True
+            continue
+        if inside and (line.startswith("> ") or not line.strip()):
+            continue
+        inside = False
+        out.append(line)
+    return "\n".join(out)
 
 
 def _rows_for(prose_numbers: set[str], names: set[str]):
@@ -309,15 +367,15 @@ def _rows_for(prose_numbers: set[str], names: set[str]):
 
 
 def keyphrases(text: str, n: int = 3) -> list[str]:
-    """Up to ``n`` tags: frequent two-word phrases (twice or more) and content words (three
-    times or more), as lowercase hyphenated slugs; a word already inside a chosen phrase is
-    not repeated.  Ties break alphabetically, so the result is deterministic."""
-    words = [w.lower() for w in _WORD_RE.findall(text)]
+    """Up to ``n`` tags: frequent two-word phrases (twice or more; never across a stop word or
+    a sentence or clause boundary) and content words (three times or more), as lowercase
+    hyphenated slugs; a word already inside a chosen phrase is not repeated.  Ties break alphabetically, so the result is deterministic."""
     uni: Counter[str] = Counter()
     bi: Counter[str] = Counter()
     prev: str | None = None
-    for w in words:
-        if w in _STOP or len(w) < 3:
+    for m in re.finditer(r"[A-Za-z][A-Za-z-]*[A-Za-z]|[.;:!?()]", text):
+        w = m.group(0).lower()
+        if w in _STOP or len(w) < 3:  # a stop word, or punctuation: a phrase ends here
             prev = None
             continue
         uni[w] += 1
@@ -336,6 +394,57 @@ def keyphrases(text: str, n: int = 3) -> list[str]:
         if len(chosen) >= n:
             break
     return [slugify(p, max_len=40) for p in chosen]
+
+
+def _noun_phrase(words: list[str]) -> bool:
+    """Whether a two-word term reads as a noun phrase rather than words across a verb: no
+    participle or adverb (-ed, -ly) and no third-person verb or plural in front ("allows
+    users", "participants recalled", "actively engaged" are no names)."""
+    if any(w.endswith(("ed", "ly")) for w in words):
+        return False
+    first = words[0]
+    return not (first.endswith("s") and not first.endswith(("ss", "us", "is")))
+
+
+def topic_tags(title: str, key_terms: list[str], sentences: list[str], paper_topics: list[str],
+               text: str, n: int = TOPIC_TAGS) -> list[str]:
+    """A topic page's tags, from what it holds: one of the paper's topic words
+    (:func:`keyphrases` of the whole paper) that the section repeats, so a paper's pages share
+    a tag; then the section's distinctive key terms (TF-IDF within the paper, best first;
+    :class:`keyterms.TermSpace`) that name something: a two-word term its heading or at least
+    two of its quotable sentences use, or a single word of its heading -- so formula debris and
+    one-off words are no tags.  A page with none of these is tagged with its short heading.  At
+    most ``n``, through :func:`writer.clean_tags`.  Why these: they depend only on the paper's
+    own text, so a re-ingest gives the same tags, whatever else the wiki holds."""
+    def norm(x: str) -> str:
+        return " " + " ".join(re.findall(r"[a-z0-9]+", x.lower())) + " "
+
+    head, low = norm(title), norm(text)
+    prose = [norm(x) for x in sentences]
+    out: list[str] = []
+    used: set[str] = set()  # word stems of the key terms chosen (one term per word)
+
+    def stems(term: str) -> set[str]:
+        return {p.rstrip("s") for w in term.split() for p in w.split("-") if p}
+
+    for topic in paper_topics:
+        if low.count(norm(topic.replace("-", " "))) >= 2:
+            out.append(topic)
+            break
+    for term in key_terms:
+        words = term.split()
+        if any(w in _STOP or len(w) < 3 or w.isdigit() for w in words):
+            continue
+        t = norm(term)
+        named = t in head or (len(words) > 1 and _noun_phrase(words) and sum(t in x for x in prose) >= 2)
+        if named and not stems(term) & used and slugify(term, max_len=40) not in out:
+            out.append(term)
+            used |= stems(term)
+        if len(out) >= n:
+            break
+    if not out and len(_WORD_RE.findall(title)) <= 3:
+        out.append(title)
+    return clean_tags(out)[:n]
 
 
 # ----------------------------------------------------------------------------- naming
@@ -437,6 +546,7 @@ class _Topic:
     vector: Any
     facts: list[str] = field(default_factory=list)  # definitions and key numbers (choose_sentences)
     role: str = ""  # "result" | "setup" | "dataset" for a page under the paper's page
+    match: str = ""  # the text it is matched to related wiki sections by
     target: dict | None = None  # the existing section it merges into
     page: str = ""
     related: list[tuple[str, str]] = field(default_factory=list)  # (page, label)
@@ -498,6 +608,7 @@ def plan_extractive(
         return [titles_by_number[".".join(parts[:i])] for i in range(1, len(parts))
                 if ".".join(parts[:i]) in titles_by_number]
 
+    paper_topics = keyphrases("\n".join(s.text for s in writable), 5)  # the paper's topic words
     topics: list[_Topic] = []
     children: list[_Topic] = []  # the paper's own results, setup, datasets: pages under its page
     generic: list[PaperSection] = []
@@ -512,11 +623,12 @@ def plan_extractive(
             generic.append(s)
             continue
         c = picks[s.id]
-        tags = keyphrases(f"{title}. " * 3 + s.text, 3)  # the title counts: short sections still get tags
-        t = _Topic(s, title, slugify(title, max_len=60), c.central, tags, None, c.definitions + c.numbers)
+        tags = topic_tags(title, key, keys[s.id].sentences, paper_topics, s.text)
+        t = _Topic(s, title, slugify(title, max_len=60), c.central, tags, None, c.facts())
         t.role = role or ""
+        t.match = f"{title}. {' '.join(c.central)}"  # what it is matched to related wiki sections by
         (children if role else topics).append(t)
-    qvecs = _embed_norm(embedder, [f"{t.title}. {' '.join(t.sentences)}" for t in topics])
+    qvecs = _embed_norm(embedder, [t.match for t in topics])
     for t, v in zip(topics, qvecs, strict=True):
         t.vector = v
 
@@ -537,12 +649,13 @@ def plan_extractive(
     per_topic: list[list[str]] = []
     for t in topics:
         ids = []
-        for row in finder.search(f"{t.title}. {' '.join(t.sentences)}", k=2 * CANDIDATES):
+        for row in finder.search(t.match, k=2 * CANDIDATES):
             if not is_topic_page(row["page"]) or len(ids) >= CANDIDATES:
                 continue  # paper pages take no merges: ask for more, keep the topics
             ids.append(row["id"])
             cand_rows[row["id"]] = row
-            cand_text[row["id"]] = f"{row['title']}. {row.get('description', '')} {' '.join(str(row.get('text', '')).split()[:180])}"
+            body = _without_explanations(str(row.get("text", "")))
+            cand_text[row["id"]] = f"{row['title']}. {row.get('description', '')} {' '.join(body.split()[:180])}"
         per_topic.append(ids)
     cand_ids = sorted(cand_text)
     cvecs = dict(zip(cand_ids, _embed_norm(embedder, [cand_text[c] for c in cand_ids]), strict=True))
@@ -592,7 +705,7 @@ def plan_extractive(
         t.related = merged[:MAX_RELATED_LINKS]
 
     # -- the paper page ------------------------------------------------------------------------
-    paper_tags = keyphrases("\n".join(s.text for s in writable), 5)
+    paper_tags = clean_tags(paper_topics)
     page_fields: dict[str, Any] = {"authors": list(info.authors), "paper_file": f"raw/{paper_id}",
                                    **info.meta_fields()}
     abstract = next((s for s in generic if s.kind == "abstract"), None)
@@ -696,7 +809,7 @@ def plan_extractive(
         if t.page in child_pages:  # two sections of one name (a dataset in two experiments)
             child_pages[t.page].body += "\n\n" + para
             continue
-        ptype = t.role if t.role in allowed else _FALLBACK_TYPE[t.role]
+        ptype = _allowed_type(t.role, allowed)
         d = Decision(
             action="create", page=t.page, title=t.title,
             description=_one_line(f"{paper_label}, {t.title}: {t.sentences[0]}"), body=para,
@@ -735,7 +848,8 @@ def plan_extractive(
                 action="create", page=t.page, title=t.title,
                 description=_one_line(f"{t.title}: {t.sentences[0]}"), body=para,
                 sources=[paper_id], tags=t.tags, page_title=t.title,
-                page_type=page_type_for(t.title, keys[t.section.id].sentences),
+                page_type=_allowed_type(page_type_for(t.title, keys[t.section.id].sentences,
+                                                      parents_of(t.section), t.section.text), allowed),
                 paper_section=t.section.id,
                 reason="new topic" + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),
             )

@@ -12,11 +12,16 @@ This module finds them by their form, never by a list of one paper's phrases:
   abstract, i.e. it is one of the paper's result numbers;
 * a **result** compares or reports an outcome ("outperforms", "better than", "improves ... by",
   "achieves ... 28.4");
+* an **explanation** gives a reason or a mechanism ("this is because ...", "we suspect that
+  ...", "..., which allows ...", "in order to ...");
 * a table's **key rows** are those whose numbers the paper's prose repeats, or which name the
   paper's own system (a name in its title or repeated in its abstract);
 * a **paper-specific section** (its experiments, results, setup, datasets) is recognised by its
   heading or its parent heading (``4.1`` under ``4 Experiments``), or by its content (most of its
-  sentences report numbers and comparisons); the writer puts those under the paper's page.
+  sentences report numbers and comparisons); the writer puts those under the paper's page;
+* a **topic page's type** (method, concept, dataset, entity, comparison, note) comes from its
+  heading's form, its parent headings, its own definition of its heading term and how many of
+  its sentences describe a procedure (:func:`topic_type`).
 
 Pure Python over text already in memory; deterministic.
 """
@@ -229,7 +234,22 @@ _SETUP_HEAD = re.compile(
     r"\b(setup|set-up|settings?|implementation|hyper-?parameters?|hardware|schedule|training details|"
     r"experimental details|baselines?|protocol|metrics?|optimi[sz]er|batching|regulari[sz]ation)\b",
     re.IGNORECASE)
-_DATA_HEAD = re.compile(r"\b(datasets?|data sets?|corpus|corpora|data collection|data)\b", re.IGNORECASE)
+# "data" names the section's subject only as a head noun ("Training Data", "Data and Batching",
+# "Data collection"), not as a modifier ("Data-flow Integrity", "Data processing", "Data Space
+# Randomization" are about something else)
+_DATA_HEAD = re.compile(
+    r"\b(datasets?|data sets?|corpus|corpora|data collection|data(?=\s*$|\s+(?:and|&)\b|\s*[,:(]))",
+    re.IGNORECASE)
+_PREPOSITION = re.compile(r"\b(?:for|from|of|with|on|in|by|to|via|using|under|over)\b", re.IGNORECASE)
+
+
+def is_data_heading(title: str) -> bool:
+    """A heading whose head is data: a data noun before its first preposition ("Training Data
+    and Batching", "The X dataset"), not after one ("Hierarchical models for many datasets",
+    "Transfer Learning from Supervised Data" are about models and learning)."""
+    return bool(_DATA_HEAD.search(_PREPOSITION.split(title, 1)[0]))
+
+
 _OWN_DATA = re.compile(
     r"\b(?:we|our)\b[^.]{0,60}\b(?:construct|build|built|collect|create|release|introduce|"
     r"assemble|curate|present)\w*\b[^.]{0,60}\b(?:dataset|corpus|benchmark|collection)\b",
@@ -244,7 +264,7 @@ def paper_role(title: str, parents: Sequence[str], sentences: Sequence[str]) -> 
     its content (at least half of its sentences, and three or more, report results).
 
     ``parents``: the headings of the sections it is nested in (``4 Experiments`` for ``4.1``)."""
-    if _DATA_HEAD.search(title):
+    if is_data_heading(title):
         return "dataset"
     if _SETUP_HEAD.search(title):
         return "setup"
@@ -261,24 +281,143 @@ def paper_role(title: str, parents: Sequence[str], sentences: Sequence[str]) -> 
     return None
 
 
+# ----------------------------------------------------------------------------- explanations
+
+#: a reason, a mechanism or a hypothesis, by the connective or the hedge that states it
+_EXPLAIN = re.compile(
+    r"\b(because|due to|owing to|thanks to|the reason (?:is|why|for)|this is (?:why|since|because)|"
+    r"(?:which|this|that|it|they) (?:allows?|enables?|lets?|makes?|forces?|encourages?|prevents?|"
+    r"ensures?|helps?|causes?|explains?|means?)\b|so that|in order to|thereby|as a result|"
+    r"(?:we|i) (?:suspect|hypothesi[sz]e|conjecture|believe|argue|attribute|speculate)|"
+    r"(?:this|which|it) (?:suggests?|indicates?|implies|shows?) that|intuitively|"
+    r"the (?:intuition|idea|motivation|rationale) (?:is|behind)|is (?:motivated|caused|explained) by|"
+    r"(?:leads?|led|contributes?) to|results? from|comes? from the fact)\b", re.IGNORECASE)
+
+
+def is_explanation(sentence: str) -> bool:
+    """A sentence that gives a reason or a mechanism ("we suspect that ...", "this is because
+    ...", "..., which allows ...", "in order to ...") by its connective; a forward reference
+    ("we will show in Section 4 that ...") is none: it promises, it does not explain."""
+    if re.search(r"\b(?:we|i) will (?:show|prove|see|discuss|describe)\b", sentence, re.IGNORECASE):
+        return False
+    return bool(_EXPLAIN.search(sentence))
+
+
+# ----------------------------------------------------------------------------- page types
+
 _METHOD_FORM = re.compile(
     r"\b(we (?:propose|introduce|use|employ|apply|train|compute|optimi[sz]e|minimi[sz]e|maximi[sz]e|"
-    r"update|sample|initiali[sz]e)|is (?:computed|trained|optimi[sz]ed|updated|sampled|obtained) "
-    r"(?:by|as|with|using)|algorithm|procedure|objective|loss function|gradient|iterat\w+|step)\b",
+    r"update|sample|initiali[sz]e|define|design|build|implement|construct|remove|filter|select|link|"
+    r"score|map|replace|add|concatenate|feed|project|split|combine)|"
+    r"(?:is|are) (?:computed|trained|optimi[sz]ed|updated|sampled|obtained|calculated|estimated|"
+    r"implemented|applied|fed|passed|mapped|projected|added|concatenated|selected|generated|used) "
+    r"(?:by|as|with|using|to|from|on|into)|takes? (?:as input|\w+ inputs?)|outputs?|algorithm|procedure|"
+    r"objective|loss function|gradient|iterat\w+|step|consists? of|is composed of|architecture|layers?)\b",
     re.IGNORECASE)
 _COMPARISON_HEAD = re.compile(r"\b(vs\.?|versus|comparisons?|compared)\b", re.IGNORECASE)
+#: head nouns of a heading that name a technique, a model or a part of one
 _METHOD_HEAD = re.compile(
-    r"\b(algorithms?|procedure|training|optimi[sz]ation|pipeline|framework|method|methods|"
-    r"architecture|objective|loss|learning|model)\b", re.IGNORECASE)
+    r"\b(algorithms?|procedures?|training|optimi[sz]ation|pipeline|frameworks?|methods?|approach(?:es)?|"
+    r"architectures?|objectives?|loss|learning|models?|networks?|mechanisms?|techniques?|schemes?|"
+    r"modules?|layers?|stacks?|functions?|sampling|encodings?|embeddings?|"
+    r"randomi[sz]ation|protocols?|systems?|design|mapping|weighting|indexing|"
+    r"estimation|projection|propagation|updates?|equations?|filters?|rules?)\b", re.IGNORECASE)
+#: words ending in -er/-or that are no agent (a component that does something)
+_NOT_AGENT_WORDS = """paper papers user users number numbers order other others layer answer member
+    members matter letter error errors factor factors vector vectors author authors behavior behaviour
+    color colour chapter center centre water summer winter under over after later power major minor
+    prior interior exterior anchor"""
+_NOT_AGENT = frozenset(_NOT_AGENT_WORDS.split())
+#: headings (own or parent) of framing prose: background, related work, discussion
+_CONCEPT_HEAD = re.compile(
+    r"\b(related work|prior work|previous work|background|preliminar\w+|history|motivation|"
+    r"introduction|discussion|advantages|disadvantages|why|challenges?|problems?|limitations?|"
+    r"overview|terminology)\b", re.IGNORECASE)
+#: headings of prose that is no topic at all
+_NOTE_HEAD = re.compile(
+    r"^\s*(acknowledge?ments?|author contributions?|contributions of authors|supporting information|"
+    r"supplementary (?:material|information)|notations?|plan of (?:this|the) paper|"
+    r"(?:limitations|conclusions?|discussion)(?: and (?:future work|perspectives|outlook))?|"
+    r"future work|(?:example|usage)(?: \w+)? scenarios?|appendix\b.*)\s*$", re.IGNORECASE)
+_DATA_NOUN = r"(?:datasets?|data sets?|corpus|corpora|benchmarks?|collections? of|test sets?|suites?)"
+_METHOD_NOUN = (r"(?:model|method|algorithm|approach|architecture|network|framework|technique|"
+                r"mechanism|procedure|scheme|agent|module|layer|function|system|component|pipeline|"
+                r"objective|estimator|classifier|encoder|decoder|operation|variant|extension)s?")
+_TOOL_NOUN = r"(?:tool|software|package|library|toolkit|interface|demo|application|plug-?in|extension)s?"
 
 
-def topic_type(title: str, sentences: Sequence[str]) -> str:
-    """A topic page's ``type`` from its heading and its sentences: a comparison; a method (an
-    algorithm, a procedure, an architecture: by its heading, or when at least a third of its
-    sentences describe a procedure); else a concept."""
+def _definition_kind(title: str, sentences: Sequence[str]) -> str | None:
+    """What the section's own definition of its heading term says the term is: ``"dataset"``,
+    ``"method"`` or ``"entity"`` (a tool), read from the head noun after "is a/an/the"
+    ("AutoScholarQuery is a synthetic but high-quality dataset of ...")."""
+    head = set(tokens(title)) | {w.lower() for w in re.findall(r"[A-Za-z][\w-]+", title)}
+    for s in sentences[:6]:
+        term = defined_term(s)
+        if term is None:
+            continue
+        if not ({w.lower() for w in re.findall(r"[A-Za-z][\w-]+", term)} & head):
+            continue
+        m = re.search(r"\b(?:is|are|as)\s+(?:a|an|the|one of the)\s+((?:[\w-]+\s+){0,5}?)(\w[\w-]*)\b", s)
+        if not m:
+            continue
+        tail = s[m.start(1):m.start(1) + 120]
+        for kind, rx in (("dataset", _DATA_NOUN), ("entity", _TOOL_NOUN), ("method", _METHOD_NOUN)):
+            if re.match(r"(?:[\w-]+\s+){0,5}?" + rx + r"\b", tail, re.IGNORECASE):
+                return kind
+    return None
+
+
+def _is_gerund(word: str) -> bool:
+    w = word.lower()
+    return len(w) > 5 and w.endswith("ing") and w not in ("setting", "settings", "string", "during",
+                                                            "thing", "nothing", "something", "morning")
+
+
+def _is_agent(word: str) -> bool:
+    w = word.lower().rstrip("s")
+    return len(w) > 4 and w.endswith(("er", "or")) and w not in _NOT_AGENT and word.lower() not in _NOT_AGENT
+
+
+def topic_type(title: str, sentences: Sequence[str], parents: Sequence[str] = (),
+               text: str = "") -> str:
+    """A topic page's ``type`` from what the section holds, by general evidence only:
+
+    * ``note`` -- a heading of prose that is no topic (acknowledgements, notation, limitations);
+    * ``comparison`` -- "X vs. Y", "Comparison of ...";
+    * what the section's own definition of its heading term says it is (a dataset, a tool:
+      ``entity``, a model or method);
+    * ``dataset`` -- a heading whose head noun is data ("Datasets", "The X corpus");
+    * ``entity`` -- a heading that is one code identifier (``fitModel``, ``preProcess``);
+    * ``concept`` -- a heading (own or parent) of background, related work or discussion;
+    * ``method`` -- a technique, a model or a part of one: the heading's form (a process:
+      "Processing PDFs", "Learning to align"; an agent noun: "Encoder", "Crawler"; a method
+      noun: "... Model", "... Attention"), or its sentences (at least a quarter describe a
+      procedure or a computation, or the text holds two or more equations), or a parent
+      heading of method words;
+    * else ``concept``.
+
+    ``parents``: the headings the section is nested in; ``text``: its full text (equations)."""
+    if _NOTE_HEAD.match(title):
+        return "note"
     if _COMPARISON_HEAD.search(title):
         return "comparison"
+    kind = _definition_kind(title, sentences)
+    if kind is not None:
+        return kind
+    words = re.findall(r"[A-Za-z][\w-]*", title)
+    if is_data_heading(title):
+        return "dataset"
+    if len(words) == 1 and re.fullmatch(r"[a-z]+[A-Z]\w*", words[0]):
+        return "entity"  # a function or class name
+    if _CONCEPT_HEAD.search(title) or any(_CONCEPT_HEAD.search(p) for p in parents):
+        return "concept"
+    if words and (_is_gerund(words[0]) or _is_gerund(words[-1]) or _is_agent(words[-1])
+                  or _METHOD_HEAD.search(title)):
+        return "method"
     procedural = sum(bool(_METHOD_FORM.search(s)) for s in sentences)
-    if _METHOD_HEAD.search(title) or (sentences and procedural * 3 >= len(sentences) and procedural >= 2):
+    equations = len(re.findall(r"(?m)[=≈←∝]\s*\S", text))
+    if (sentences and procedural * 4 >= len(sentences) and procedural >= 2) or equations >= 2:
+        return "method"
+    if any(_METHOD_HEAD.search(p) for p in parents):
         return "method"
     return "concept"

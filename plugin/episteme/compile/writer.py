@@ -190,6 +190,30 @@ def validate_decision(
     )
 
 
+MAX_TAGS = 8  # tags one decision may add to a page
+
+
+def clean_tags(value: Any, limit: int = MAX_TAGS) -> list[str]:
+    """Tags as every writer writes them: read by the one tag reader graph and lint use
+    (:func:`episteme.wiki.frontmatter.normalize_tags`: a string splits at commas and spaces, a
+    leading ``#`` goes), each part of a nested ``a/b`` tag slugged (``Machine Translation`` ->
+    ``machine-translation``), empty and repeated tags dropped, at most ``limit``; what is left
+    passes :func:`episteme.wiki.edit.validate_tags`.  Why one function: the offline writer's
+    key terms and a model's proposals end up as the same kind of tag."""
+    from ..fsutil import slugify
+    from ..wiki.frontmatter import normalize_tags
+
+    items = [value] if isinstance(value, str) else value
+    out: list[str] = []
+    for raw in items or []:
+        for tag in normalize_tags(str(raw).replace(" ", "-") if isinstance(raw, str) else raw):
+            parts = [slugify(p, max_len=40) for p in tag.split("/") if p.strip(" -_")]
+            t = "/".join(p for p in parts if p != "untitled")
+            if t and t not in out:
+                out.append(t)
+    return validate_tags(out[:limit])
+
+
 # --------------------------------------------------------------------- sanitizing, the plan
 
 _CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")

@@ -102,7 +102,20 @@ _MAYBE_TYPED = re.compile(
 # Anything PyYAML's reader rejects or treats specially (control characters, BOMs, NEL, ...).
 # (the complement of "\n", \x20-\x7e, \xa0-\ud7ff, \ue000-\ufefe, \uff00-\ufffd, astral planes,
 # written as the short positive class: the negated one took 5 ms to compile at every start)
-_UNSAFE_CHARS = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]")
+_UNSAFE_CHARS = "[\x00-\x09\x0b-\x1f\x7f-\x9f\ud800-\udfff\ufeff\ufffe\uffff]"
+_unsafe_re: re.Pattern[str] | None = None
+
+
+def _unsafe(line: str) -> bool:
+    """``line`` holds one of :data:`_UNSAFE_CHARS`.  Asked only of lines that
+    ``str.isprintable`` refuses: each of those characters is unprintable (``Cc``, ``Cs``,
+    ``Cf``, ``Cn``), so a printable line is safe, and most lines are.  Why not the regex on
+    every block: its class spans the whole BMP, so compiling it cost every command ~1 ms of
+    start-up, and searching a block cost more than parsing it."""
+    global _unsafe_re
+    if _unsafe_re is None:
+        _unsafe_re = re.compile(_UNSAFE_CHARS)
+    return _unsafe_re.search(line) is not None
 _FALLBACK = object()
 
 
@@ -223,8 +236,6 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
     escapes, odd characters...) so that the caller asks PyYAML instead: the result, when there
     is one, equals ``yaml.load(block, CSafeLoader)`` (or ``{}`` where PyYAML gives ``None``).
     """
-    if _UNSAFE_CHARS.search(block):
-        return None
     props: dict[str, Any] = {}
     list_key: str | None = None  # key whose block list we are filling
     list_indent = -1
@@ -239,6 +250,9 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
             continue
         if not line:
             continue
+        # (a line from the cache above or below was checked before it went there)
+        if not line.isprintable() and _unsafe(line):
+            return None
         c0 = line[0]
         if c0 == " " or c0 == "-" or c0 == "#":
             hit = cached_item(line)
@@ -438,7 +452,12 @@ def parse_frontmatter(data: bytes | str) -> Frontmatter:
     line; an opening ``---`` that never closes is an error too (the whole file is then body)."""
     if isinstance(data, str):
         data = data.encode("utf-8", "surrogatepass")
-    data = strip_bom(data)
+    return page_frontmatter(strip_bom(data))
+
+
+def page_frontmatter(data: bytes) -> Frontmatter:
+    """:func:`parse_frontmatter` of a page's bytes already without BOM (what the scan holds:
+    it saves the scan a second look for a BOM on every page)."""
     b = frontmatter_bounds(data)
     if b is None:
         return Frontmatter({}, None, None, 0, 1, False)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .files import read_bytes
-from .frontmatter import body_start, frontmatter_title, parse_frontmatter, strip_bom
+from .frontmatter import body_start, frontmatter_title, page_frontmatter, strip_bom
 from .links import NO_LINKS, Link, LinkList, link_targets, scan_links
 
 
@@ -83,7 +83,7 @@ def parse_page(page_id: str, path: str, data: bytes, *, lines: bool = True) -> P
         if lines:
             return Page(page_id, path, {}, scan_links(data, 1))
         return Page(page_id, path, {}, targets=link_targets(data))
-    fm = parse_frontmatter(data)
+    fm = page_frontmatter(data)
     if not lines:
         return Page(page_id, path, fm.props, NO_LINKS, fm.error, fm.error_line, fm.present,
                     link_targets(data, fm.body_offset))
