@@ -381,6 +381,109 @@ def dev_trace(tracer: Tracer, wiki: Path) -> dict:
             "sup_answers_flagged": sum(map(flag, vs)) / len(vs)}
 
 
+def self_consistency(dev_tracer: Tracer, sample: int = 300, seed: int = 7) -> dict:
+    """Every stored sentence verified as a claim against its own passage: a passage cannot
+    contradict what it says itself, so anything but ``supported`` is a misreading by one of the
+    checks.  Over the 10 dev papers and the 6 papers-more, prose sentences (6 words or more, not
+    table text) and table text apart; with the checks alone (``verbatim=False``: the quote rule
+    off) and as shipped.  Then ``sample`` prose sentences (drawn with ``seed``) traced as a user
+    would (retrieval over their paper set, the K best passages, the support threshold)."""
+    import random
+    from collections import Counter
+
+    from episteme.query.trace import SUPPORT_THRESHOLD
+    from episteme.query.verify import _sentence_spans, tabular
+
+    tracers = {"papers": dev_tracer}
+    if MORE.is_dir():
+        tracers["papers-more"] = Tracer(load_settings(more_wiki(), env={}, dotenv=None))
+    out: dict = {"sets": list(tracers)}
+    prose: list[tuple[str, str]] = []  # (set, sentence) for the traced sample
+    for kind in ("prose", "table"):
+        for mode in ("checks", "shipped"):
+            out[(kind, mode)] = {"n": 0, "not": Counter(), "examples": []}
+    t0 = time.perf_counter()
+    for name, tr in tracers.items():
+        ids = [r[0] for r in tr.store.conn.execute("SELECT id FROM passages ORDER BY id")]
+        ps = tr._passages(ids)
+        vs = {mode: _verifier(tr, None, mode) for mode in ("checks", "shipped")}
+        for pid in ids:
+            p = {**ps[pid], "score": 1.0}
+            for a, b in _sentence_spans(p["text"]):
+                sent = p["text"][a:b].strip()
+                if len(sent.split()) < 6:
+                    continue
+                kind = "table" if tabular(sent) else "prose"
+                if kind == "prose":
+                    prose.append((name, sent))
+                for mode, v in vs.items():
+                    r = v.verify(sent, [p])
+                    rec = out[(kind, mode)]
+                    rec["n"] += 1
+                    if r["verdict"] != "supported":
+                        rec["not"][f"{r['verdict']}/{r['reason']['code']}"] += 1
+                        rec["examples"].append((pid, r["reason"]["text"], sent))
+    out["own_s"] = time.perf_counter() - t0
+    rng = random.Random(seed)
+    picked = rng.sample(prose, min(sample, len(prose)))
+    for mode in ("checks", "shipped"):
+        traced = {"n": 0, "not": Counter(), "examples": []}
+        for name in tracers:
+            tr = tracers[name]
+            v = _verifier(tr, SUPPORT_THRESHOLD, mode)
+            for _set, sent in (x for x in picked if x[0] == name):
+                pool = tr.score_pool([sent], None)
+                r = v.verify(sent, pool.candidates(0, EVIDENCE_K), support=pool.support(0))
+                traced["n"] += 1
+                if r["verdict"] != "supported":
+                    traced["not"][f"{r['verdict']}/{r['reason']['code']}"] += 1
+                    traced["examples"].append((name, r["reason"]["text"], sent))
+        out[("traced", mode)] = traced
+    return out
+
+
+def _verifier(tr: Tracer, threshold: float | None, mode: str) -> Verifier:
+    """The tracer's verifier, with the quote rule (``shipped``) or without it (``checks``);
+    older code (``EPISTEME_BENCH_PLUGIN`` = a checkout before the rule) has no rule to turn off."""
+    kw = dict(in_scope=lambda n: tr.names_in_scope(n, None), threshold=threshold,
+              grid_of=tr.table_grid)
+    try:
+        return Verifier(**kw, verbatim=mode == "shipped")
+    except TypeError:
+        return Verifier(**kw)
+
+
+def self_consistency_lines(sc: dict) -> list[str]:
+    def why(rec):
+        return ", ".join(f"{k} {c}" for k, c in rec["not"].most_common()) or "—"
+
+    out = ["## Self-consistency: every stored sentence against its own passage\n",
+           "Each sentence of every stored passage (" + " and ".join(f"`{s}`" for s in sc["sets"])
+           + ": the 10 dev papers and the 6 papers-more), verified as a claim against its own "
+           "passage alone: a passage cannot contradict itself, so every one must come out "
+           "supported. **checks alone** = the quote rule off (`Verifier(verbatim=False)`: what the "
+           "number, name, binding, table, negation and comparison checks make of a sentence the "
+           "passage states); **shipped** = with it (a claim copying a sentence, or a clause-aligned "
+           f"part of one, is supported). {sc['own_s']:.0f} s for all of it.\n",
+           "| sentences | n | not supported, checks alone | why | not supported, shipped |",
+           "|---|---|---|---|---|"]
+    for kind, label in (("prose", "prose (6+ words)"), ("table", "table text (6+ words)")):
+        c, s = sc[(kind, "checks")], sc[(kind, "shipped")]
+        out.append(f"| {label} | {c['n']} | {sum(c['not'].values())} | {why(c)} | "
+                   f"{sum(s['not'].values())} |")
+    tc, ts = sc[("traced", "checks")], sc[("traced", "shipped")]
+    out.append("")
+    out.append(f"Through retrieval (as a user tracing the sentence: scope = its paper set, the "
+               f"{EVIDENCE_K} best passages, the support threshold), a random sample of {tc['n']} prose "
+               f"sentences: not supported {sum(tc['not'].values())} with the checks alone ({why(tc)}), "
+               f"{sum(ts['not'].values())} shipped ({why(ts)}).\n")
+    ex = sc[("prose", "checks")]["examples"][:6] + tc["examples"][:6]
+    if ex:
+        out.append("Left with the checks alone (first few): " + "; ".join(
+            f"`{p}` “{x[:90]}” ({w[:70]})" for p, w, x in ex) + ".\n")
+    return out
+
+
 def table(title: str, cols: list[tuple[str, dict]]) -> list[str]:
     out = [f"### {title}\n", "| measure | " + " | ".join(c for c, _ in cols) + " | n |",
            "|---|" + "---|" * (len(cols) + 1)]
@@ -396,6 +499,8 @@ def main() -> int:
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--quick", action="store_true", help="shipped thresholds only, print misses")
     ap.add_argument("--heldout", action="store_true", help="only the held-out table sets, per claim")
+    ap.add_argument("--self-consistency", action="store_true",
+                    help="only the self-consistency scan (every stored sentence against its passage)")
     ap.add_argument("--speed-json", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--reference", metavar="PLUGIN_DIR",
                     help="also time another checkout's plugin/ (e.g. ../main/plugin) in the same run")
@@ -416,6 +521,15 @@ def main() -> int:
             print(f"{name}: true kept {res['true_kept']:.3f} (n={res['n_true']}), swaps rejected "
                   f"{res['false_rejected']:.3f}, called contradicted {res['contradicted']:.3f} "
                   f"(n={res['n_false']})")
+        return 0
+    if args.self_consistency:
+        sc = self_consistency(tracer)
+        print("\n".join(self_consistency_lines(sc)))
+        for kind, mode in (("prose", "checks"), ("table", "checks")):
+            for pid, why, sent in sc[(kind, mode)]["examples"]:
+                print(f"{kind:5} {pid}: {why[:90]} | {sent[:160]}")
+        for name, why, sent in sc[("traced", "checks")]["examples"] + sc[("traced", "shipped")]["examples"]:
+            print(f"traced {name}: {why[:90]} | {sent[:160]}")
         return 0
     if args.speed_json:
         print(json.dumps(warm_measures(tracer)))
@@ -516,6 +630,7 @@ def main() -> int:
         out.append("Misses (shipped): " + "; ".join(
             f"`{r['id']}` {r['label']}/{r['kind']} → {r['verdict']} ({r['reason']['code']})" for r in misses)
             + ".\n")
+    out += self_consistency_lines(self_consistency(tracer))
     dt = dev_trace(tracer, wiki)
     out.append("## dev_trace.jsonl through the verifier\n")
     out.append(f"{dt['n_sup']} supported answers (several paraphrased claims each) and {dt['n_uns']} unsupported "

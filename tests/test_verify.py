@@ -202,3 +202,80 @@ def test_negation_compared_by_what_it_governs():
     assert bad["verdict"] == CONTRADICTED and bad["reason"]["code"] == "negation"
     assert verdict("The models are trained without dropout.", ev)["verdict"] == SUPPORTED
     assert verdict("The models are trained with SGD.", ev)["verdict"] == SUPPORTED
+
+
+# a results paragraph in the layout of a field-trial paper (written for this test): a sentence
+# stating a range, and next to it a negated sentence about some of the same words
+FADE = ("The coatings had a clear effect on capacity fade and on impedance growth after cycling "
+        "at room temperature (Table 3). However, the coating effect was not significant for cell "
+        "capacity fade after cycling at low temperature. Capacity fade after 500 cycles at room "
+        "temperature ranged from 8.2 to 14.6 percent, while impedance growth ranged from 21.5 to "
+        "37.9 percent. The alumina coating limited capacity fade at room temperature the most.")
+
+
+@pytest.mark.parametrize("verbatim", [True, False])
+def test_a_copied_sentence_is_never_contradicted_by_its_passage(verbatim):
+    """A claim copying a sentence of its passage, or the first clause of one, is supported:
+    the negation of another sentence ("not significant for ... capacity fade") denies something
+    the claim does not say.  With ``verbatim=False`` the checks themselves must agree (the
+    negation check reads the sentence that says all the claim says); as shipped the quote rule
+    also hands back the copied span."""
+    v = Verifier(verbatim=verbatim)
+    sentence = ("Capacity fade after 500 cycles at room temperature ranged from 8.2 to 14.6 "
+                "percent, while impedance growth ranged from 21.5 to 37.9 percent.")
+    for claim in (sentence, "Capacity fade after 500 cycles at room temperature ranged from "
+                  "8.2 to 14.6 percent", "the alumina coating limited capacity fade at room "
+                  "temperature the most"):
+        got = v.verify(claim, [{"text": FADE, "score": 1.0}])
+        assert got["verdict"] == SUPPORTED, (claim, got["reason"])
+    if verbatim:
+        got = v.verify(sentence, [{"text": FADE, "score": 1.0}])
+        a, b = got["span"]
+        assert FADE[a:b] == sentence.rstrip(".")
+
+
+def test_negation_still_fires_beside_a_copied_sentence():
+    """The same passage still contradicts a claim that adds a "not" to one of its sentences or
+    drops the "not" of one: neither is a copy, and no sentence says it with its polarity."""
+    added = verdict("The alumina coating did not limit capacity fade at room temperature.", FADE)
+    assert added["verdict"] == CONTRADICTED and added["reason"]["code"] == "negation"
+    dropped = verdict("The coating effect was significant for cell capacity fade after cycling "
+                      "at low temperature.", FADE)
+    assert dropped["verdict"] == CONTRADICTED and dropped["reason"]["code"] == "negation"
+    for verbatim in (True, False):
+        dropped = verdict("However, the coating effect was significant for cell capacity fade "
+                          "after cycling at low temperature.", FADE, verbatim=verbatim)
+        assert dropped["verdict"] == CONTRADICTED, verbatim
+
+
+def test_verbatim_span_is_clause_aligned():
+    """A quote starts where a sentence or clause starts and ends where one ends: a fragment
+    cut from inside a negated clause ("dropout improves accuracy" of "no evidence that dropout
+    improves accuracy") is no quote; case, spacing, ligatures and line-end hyphens do not count."""
+    from episteme.query.verify import verbatim_span
+
+    t = ("We found no evidence that dropout improves accuracy on small sets. The e\ufb03cient "
+         "model runs fast, while the large one needs tempera-\nture scaling.")
+    assert verbatim_span("dropout improves accuracy on small sets", t) is None
+    assert verbatim_span("we found  no evidence that dropout improves accuracy on small sets", t) == (0, 65)
+    assert verbatim_span("The efficient model runs fast", t) is not None
+    assert verbatim_span("The efficient model runs slowly", t) is None
+    assert verbatim_span("the large one needs temperature scaling", t) is not None
+    assert verbatim_span("runs fast", t) is None  # too short to be a quote
+
+
+def test_value_owned_by_the_name_of_its_own_sentence():
+    """A value stated before its name in the same sentence ("At 37 degrees, PLSCR3 ...")
+    belongs to that name, not to a sibling ending the sentence before; a value whose sentence
+    names a sibling is still another's."""
+    p = "The PLSCR1 gene was silenced. At 37 degrees, PLSCR3 levels fell after irradiation."
+    got = verdict("PLSCR3 levels fell after irradiation at 37 degrees.", p, verbatim=False)
+    assert got["verdict"] == SUPPORTED, got["reason"]
+    q = "In the control, PLSCR1 expression rose by 40% after treatment. PLSCR3 expression rose by 12%."
+    v = verdict("PLSCR3 expression rose by 40% after treatment.", q)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "value_of_other"
+
+
+def test_ordinals_are_not_read_as_values():
+    assert values("the 31st conference") == [] and values("the 2nd run") == []
+    assert values("31 runs")[0] == {31.0}

@@ -24,7 +24,13 @@ asserts with the text of its candidate passages, deterministically (no model, no
   Y``) are checked the same way with word siblings (``generator``/``discriminator``,
   ``input``/``output``).
 * **Negation** (``not``, ``no``, ``never``, ``without``, ``n't``, ``free of`` ...) near the
-  shared content words of the claim and its best evidence sentence must agree.
+  shared content words of the claim and its best evidence sentence must agree.  A sentence that
+  says all the claim says (every content word and number) with the claim's polarity settles it:
+  a negation elsewhere in the passage about some of the same words denies something else.
+* **Quotes** (:func:`verbatim_span`): a claim copying a sentence of a passage, or a part of one
+  from a sentence or clause start to a clause end, is supported by it before any check runs (a
+  passage cannot contradict itself; ``bench_verify.py --self-consistency`` checks that the
+  checks agree even without this rule).
 * **Comparisons**: ``higher/lower``, ``more/less``, ``better/worse``, ``faster/slower``,
   ``outperforms/underperforms``, ``rises/falls`` ... compared by direction, with the sides of the
   comparison (which shared words stand before and after the comparative) and with quantities
@@ -96,7 +102,8 @@ _NUM = re.compile(
     r"(?P<exp>[eE]-?\d+)?"
     r"(?:\s?(?P<pct>%|percent\b))?"
     r"(?:\s?(?P<scale>[kKMB](?![A-Za-z])|thousand\b|million\b|billion\b|trillion\b|bn\b))?"
-    r"(?![A-Za-z])"
+    # never part of a digit run: "31st" is an ordinal, not a "3" followed by "1st"
+    r"(?![A-Za-z\d])"
 )
 _WORD_NUM = re.compile(r"\b(?P<pre>an?\s+|one\s+)?(?P<w>" + "|".join(
     sorted(list(_NUM_WORDS) + list(_FRACTION_WORDS), key=len, reverse=True)) + r")s?\b", re.IGNORECASE)
@@ -667,6 +674,60 @@ def _stems_cached(text: str) -> frozenset[str]:
                      and len(w) > 1)
 
 
+_QTOKEN = re.compile(r"\d+(?:[.,]\d+)*|[^\W\d_]+(?:'t)?")
+_HYPHEN_BREAK = re.compile(r"[^\W\d_]-\s+[a-z]")
+_STOP_GAP = re.compile(r"[.!?;:\n\t]")  # a sentence, clause or table-cell end
+_END_GAP = re.compile(r"[.!?;:,\n\t]")
+
+
+@functools.lru_cache(maxsize=8192)
+def _quote_tokens(text: str) -> tuple[tuple[str, int, int, bool, bool], ...]:
+    """``text``'s words as ``(word, start, end, may_start, may_end)``: lower-cased, ligatures
+    and quote marks folded, a word broken at a line end ("tempera- ture") joined; a quote may
+    start where a sentence, clause (";", ":", a contrastive "while", "but" ...) or table cell
+    starts, and end where one ends or at a comma."""
+    text = normalize(text)  # one character for one: the offsets stay the text's
+    raw = [(m.group(0), m.start(), m.end()) for m in _QTOKEN.finditer(text)]
+    toks: list[list] = []
+    for w, a, b in raw:
+        if toks and _HYPHEN_BREAK.fullmatch(text[toks[-1][2] - 1:a + 1]):
+            toks[-1][0] += w
+            toks[-1][2] = b
+            continue
+        toks.append([w, a, b])
+    words_ = [unligature(w).lower() for w, _a, _b in toks]
+    out = []
+    for k, (_w, a, b) in enumerate(toks):
+        gap_before = text[toks[k - 1][2]:a] if k else "."
+        gap_after = text[b:toks[k + 1][1]] if k + 1 < len(toks) else "."
+        prev_break = k > 0 and words_[k - 1] in _CLAUSE_BREAK and (
+            k == 1 or re.search(r"[.!?;:,\n\t]", text[toks[k - 2][2]:toks[k - 1][1]]) is not None)
+        may_start = bool(_STOP_GAP.search(gap_before)) or prev_break
+        may_end = bool(_END_GAP.search(gap_after)) or (
+            k + 1 < len(toks) and words_[k + 1] in _CLAUSE_BREAK)
+        out.append((words_[k], a, b, may_start, may_end))
+    return tuple(out)
+
+
+def verbatim_span(claim: str, text: str, *, min_words: int = 4) -> tuple[int, int] | None:
+    """The span of ``text`` that ``claim`` copies word for word — a whole sentence, or a part
+    of one from a sentence or clause start to a clause end ("X ranged from 29.7 to 48.3" of
+    "X ranged from 29.7 to 48.3, while Y ...") — ignoring case, whitespace, punctuation,
+    ligatures and words hyphenated across a line; ``None`` when there is none.  A quote cannot
+    misstate its source: what it drops is a whole clause, never a "not" inside its own."""
+    ct = [t[0] for t in _quote_tokens(claim)]
+    if len(ct) < min_words:
+        return None
+    toks = _quote_tokens(text)
+    m = len(ct)
+    for i in range(len(toks) - m + 1):
+        if toks[i][0] != ct[0] or not toks[i][3] or not toks[i + m - 1][4]:
+            continue
+        if all(toks[i + j][0] == ct[j] for j in range(1, m)):
+            return toks[i][1], toks[i + m - 1][2]
+    return None
+
+
 def _best_sentence(text: str, cterms: set[str], *, prose: bool = False) -> tuple[int, int, float]:
     """The sentence of ``text`` sharing the most of ``cterms``, and that share (``prose``:
     table text left out)."""
@@ -691,8 +752,12 @@ class Verifier:
     def __init__(self, in_scope: Callable[[str], bool] | None = None,
                  threshold: float | None = None, *, topic_cover: float = TOPIC_COVER,
                  number_topic_cover: float = NUMBER_TOPIC_COVER,
-                 grid_of: Callable[[dict, list[Num]], object] | None = None):
+                 grid_of: Callable[[dict, list[Num]], object] | None = None,
+                 verbatim: bool = True):
         self.in_scope = in_scope
+        # a claim quoting a passage (:func:`verbatim_span`) is supported without further
+        # checks; ``False`` only to measure the checks themselves (bench_verify --self-consistency)
+        self.verbatim = verbatim
         # (table passage, claim numbers) -> its cells placed by x (pdf.tablegrid.Grid), or None
         # when that table states none of the numbers
         self.grid_of = grid_of
@@ -734,6 +799,14 @@ class Verifier:
         if not cands:
             return self._out(UNSUPPORTED, "no_passage", "no passage of the papers in scope is "
                              "close to this claim", None, None, [])
+        if self.verbatim:
+            # 0. a quote of a passage: the paper says it (no check below may overrule its
+            # source; a check that would has misread the passage)
+            for i, ev in enumerate(cands):
+                span = verbatim_span(claim, ev.text)
+                if span is not None:
+                    return self._out(SUPPORTED, "match", "the passage states this word for word",
+                                     i, span, _front(list(range(len(cands))), i), cands)
         cents = self._claim_entities(claim)
         cterms = _stems(claim)
         for ev in cands:
@@ -896,7 +969,13 @@ class Verifier:
                 return False
             return bool(negated_heads(st) & (cheads or cterms)) or _privative_near(st, shared)
 
-        if close and not agreed:
+        # a sentence that says all the claim says (every content word, every number) with the
+        # claim's polarity is the passage's statement of it: a negation in another sentence
+        # about some of the same words ("the effect was not significant for grains per spike")
+        # denies something else, and is not read against the claim
+        restated = any(self._restates(claim, cterms, cnums, cn, cands[x[2]].text[x[3]:x[4]])
+                       for x in sents)
+        if close and not agreed and not restated:
             negs = [x for x in close if neg(x)]
             if not cn and negs and not _privative_near(claim, cterms):
                 x = negs[0]
@@ -906,6 +985,10 @@ class Verifier:
             # a negated claim is contradicted only where the passage states the very thing it
             # denies (a passage may deny in other words: "discarded" for "not retained")
             stated = [x for x in close if _denied_stated(claim, cpos, cands[x[2]].text[x[3]:x[4]])]
+            if cn and cheads:
+                # a negation agrees with a negated claim only where it is about what the claim
+                # denies ("did not *reduce* fade" finds no agreement in "not significant for fade")
+                negs = [x for x in negs if cheads <= _stems(cands[x[2]].text[x[3]:x[4]])]
             if cn and not negs and stated and not _privative_near(cands[stated[0][2]].text, cterms):
                 x = stated[0]
                 return self._out(CONTRADICTED, "negation", "the claim denies what the passage states",
@@ -928,6 +1011,24 @@ class Verifier:
         return self._out(SUPPORTED, "match", text, best, None, order, cands)
 
     # -- pieces --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _restates(claim: str, cterms: set[str], cnums: list[Num], negated: bool, sent: str) -> bool:
+        """Whether ``sent`` states everything ``claim`` states, with the same polarity: every
+        content word and every number of the claim is in it, and a negation stands near the
+        claim's words in the sentence exactly when one does in the claim (a verbatim or trimmed
+        copy of a sentence always restates it; "we use dropout" does not restate "we do not
+        use dropout", nor the reverse)."""
+        if not cterms or not cterms <= _stems(sent):
+            return False
+        if cnums:
+            snums = numbers_in(sent, evidence=True)
+            if not all(any(number_matches(n, en) for en in snums) for n in cnums):
+                return False
+        if negated_near(sent, cterms)[0] != negated:
+            return False
+        # a verb of absence ("removed", "excluded") by the claim's words: the claim must have it too
+        return not _privative_near(sent, cterms) or _privative_near(claim, cterms)
 
     @staticmethod
     def _claim_entities(claim: str) -> list[Ent]:
@@ -1061,6 +1162,8 @@ class Verifier:
             found = {(id(en), e.key): owner(en, e) for en in hits for e in fam}
             if any(o is not None and o.key == k for (_i, k), o in found.items()):
                 continue
+            if any(self._owned_in_sentence(ev, en, e) for en in hits for e in fam):
+                continue
             for e in fam:
                 owners = [found[(id(en), e.key)] for en in hits]
                 if all(o is not None for o in owners):
@@ -1068,6 +1171,25 @@ class Verifier:
                             f"the passage gives {hits[0].text} for {owners[0].text}, not for {e.text}",
                             hits[0].start)
         return self._row_label(claim, vals, occ, ev)
+
+    @staticmethod
+    def _owned_in_sentence(ev: Evidence, en: Num, e: Ent) -> bool:
+        """Whether the prose sentence stating ``en`` names ``e`` as the nearest of ``e``'s
+        family (``e`` or its siblings; a name after the value counts at 0.6 of its distance, as
+        in the claim): "In MCF-7 cells, PLSCR2 levels fell" gives the 7 to PLSCR2 whatever
+        sibling the sentence before ends with.  Table text is left to the row and column
+        readings."""
+        a, b = _sentence_of(ev.text, en.start)
+        if tabular(ev.text[a:b]):
+            return False
+        best, dist = None, 1e9
+        for x in ev.ents:
+            if not (a <= x.start < b) or not (x.key == e.key or siblings(x, e)):
+                continue
+            gap = (x.start - en.end) * 0.6 if x.start >= en.end else (en.start - x.end)
+            if gap < dist:
+                best, dist = x, gap
+        return best is not None and best.key == e.key
 
     def _row_label(self, claim: str, vals: list[Num], occ: dict, ev: Evidence):
         """In table text, the words just before a value are its row label ("No authors 0.3M").
@@ -1078,7 +1200,11 @@ class Verifier:
         for n in vals:
             found = None
             for en in occ[id(n)]:
-                sa, sb = _table_block(text, en.start) or _sentence_of(text, en.start)
+                block = _table_block(text, en.start)
+                sa, sb = block or _sentence_of(text, en.start)
+                if block is None and cterms and cterms <= _stems(text[sa:sb]):
+                    found = None
+                    break  # stated in a sentence holding all the claim's words: the claim's own
                 labels = [lab for lab in _row_labels(text, sa, sb)
                           if lab[0] and len(lab[3].split()) <= 4 and not re.search(r"[,;.:()]", lab[3])]
                 if len(labels) < 3:
