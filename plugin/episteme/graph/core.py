@@ -46,7 +46,7 @@ from typing import Any
 from ..errors import NotFoundError, UsageError
 from ..wiki.frontmatter import frontmatter_aliases, frontmatter_tags, frontmatter_title
 from ..wiki.links import NO_LINKS, LinkList, normalize_target
-from ..wiki.page import Page, read_links
+from ..wiki.page import Page, read_link_offsets
 from ..wiki.scan import Visitor, scan
 from ..wiki.schema import TIERS, Schema, compute_tier, load_schema
 
@@ -372,28 +372,31 @@ class WikiGraph:
         for i in self._reread:
             p = self.pages[i]
             try:
-                links = read_links(self.root, p.id)
+                links = read_link_offsets(self.root, p.id)
             except OSError:
                 continue  # deleted since the scan: nothing to point at
-            codes = list(map(code, links.targets))
+            targets = links.targets
+            codes = list(map(code, targets))
             if None in codes:  # changed since the scan
                 self._resolve_links(i, links.pairs(), by_text, True)
                 continue
             seen: set[str] = set()
-            # only the links that dangle (-1) or have several candidates (-2), picked in C
-            for target, line, c in compress(zip(links.targets, links.lines, codes, strict=True),
-                                             map((0).__gt__, codes)):
+            # only the links that dangle (-1) or have several candidates (-2), picked in C;
+            # only their lines are counted
+            for k in compress(range(len(codes)), map((0).__gt__, codes)):
+                target, c = targets[k], codes[k]
                 if c == -1:
                     key = target.lower()
                     if key not in seen:
                         seen.add(key)
-                        self._dangling.append(Dangling(p.id, target, line))
+                        self._dangling.append(Dangling(p.id, target, links.line(k)))
                         self.dangling_sources.append(i)
                 elif c == -2:
                     step, cands = self._lookup(target.lower())
                     j = self._choose(cands, p.folder)
                     self._ambiguities.append(
-                        Ambiguity(p.id, target, line, step or "", ids[j], tuple(ids[c] for c in sorted(cands))))
+                        Ambiguity(p.id, target, links.line(k), step or "", ids[j],
+                                  tuple(ids[c] for c in sorted(cands))))
         self.ambiguity_count = count  # counted at the scan; the re-read only adds lines
 
     @property

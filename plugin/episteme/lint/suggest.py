@@ -18,8 +18,10 @@ from __future__ import annotations
 import difflib
 import heapq
 import re
+from collections import defaultdict
 from collections.abc import Iterable
-from itertools import compress
+from itertools import compress, repeat
+from operator import add
 from typing import Any
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -41,15 +43,16 @@ def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
     return names
 
 
-def _char_masks(b: str) -> dict[str, int]:
-    """Character -> bit mask of its positions in ``b`` (for :func:`_lcs_length`)."""
-    masks: dict[str, int] = {}
+def _char_masks(b: str) -> defaultdict[str, int]:
+    """Character -> bit mask of its positions in ``b`` (for :func:`_lcs_length`); 0 for any
+    other character (a ``defaultdict``, so that :func:`_lcs_length` looks masks up in C)."""
+    masks: defaultdict[str, int] = defaultdict(int)
     for i, c in enumerate(b):
-        masks[c] = masks.get(c, 0) | (1 << i)
+        masks[c] |= 1 << i
     return masks
 
 
-def _lcs_length(a: str, masks: dict[str, int], n: int) -> int:
+def _lcs_length(a: str, masks: defaultdict[str, int], n: int) -> int:
     """Length of the longest common subsequence of ``a`` and the ``n``-character string whose
     :func:`_char_masks` are ``masks`` (the bit-parallel algorithm of Allison and Dix, 1986).
 
@@ -59,8 +62,8 @@ def _lcs_length(a: str, masks: dict[str, int], n: int) -> int:
     ``quick_ratio()`` (which ignores order), so most candidates are ruled out without it."""
     full = (1 << n) - 1
     v = full
-    for c in a:
-        u = v & masks.get(c, 0)
+    for m in map(masks.__getitem__, a):
+        u = v & m
         v = ((v + u) | (v - u)) & full
     return n - v.bit_count()
 
@@ -102,10 +105,12 @@ class Suggester:
     def word_index(self) -> dict[str, list[str]]:
         """Word -> the names containing it (made once, on first use)."""
         if self._words is None:
-            words: dict[str, list[str]] = {}
+            words: defaultdict[str, list[str]] = defaultdict(list)
+            findall = _WORD.findall
             for name in self.names:
-                for w in set(_WORD.findall(name)):
-                    words.setdefault(w, []).append(name)
+                for w in set(findall(name)):
+                    words[w].append(name)
+            words.default_factory = None  # reads of a missing word fail as in a plain dict
             self._words = words
         return self._words
 
@@ -134,9 +139,11 @@ class Suggester:
         counts = dict.fromkeys(use[0], 1.0 / len(use[0]))
         get = counts.get
         for names in use[1:]:
-            w = 1.0 / len(names)
-            for name in names:
-                counts[name] = get(name, 0.0) + w
+            # counts[name] = get(name, 0.0) + w for each name, in C: a name is in a posting
+            # once, so reading all the old scores before writing any gives the same sums, and
+            # new names are added in the same order
+            scores = map(add, map(get, names, repeat(0.0)), repeat(1.0 / len(names)))
+            counts.update(zip(names, scores, strict=True))
         return counts
 
     def suggest(self, target: str) -> str | None:

@@ -22,8 +22,8 @@ import re
 from array import array
 from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import compress, repeat
-from operator import contains
+from itertools import accumulate, chain, compress, repeat
+from operator import itemgetter
 
 Link = namedtuple("Link", ["target", "line"])
 Link.__doc__ = """One ``[[target]]`` occurrence in a page body.  ``target`` is already normalized
@@ -184,21 +184,68 @@ def scan_links(body: bytes, first_line: int = 1) -> LinkList:
         return _linklist_from((), array("i"))
     if _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0):
         return _code_links(body, first_line)
-    # no code: the lines with links, each matched as _plain_targets matches a whole body
-    findall = (_LINK_TEXT_NO_EMBED if _BACKSLASH in body else _LINK_HEAD).findall
-    normalized = _NORMALIZED.get
-    targets: list[str] = []
-    lines: list[int] = []
-    parts = body.split(b"\n")
-    for n, text in compress(enumerate(parts, first_line), map(contains, parts, repeat(b"[["))):
-        for raw in findall(text):
-            t = normalized(raw)
+    # no code: the body matched as _plain_targets matches it (a link never spans a line
+    # break); each link's line is the lines counted (bytes.count) from the link before it,
+    # summed (accumulate).  Every step is a C call mapped over the matches: splitting the page
+    # into lines, or a Python loop per link, cost several times more.
+    matches = list((_LINK_TEXT_NO_EMBED if _BACKSLASH in body else _LINK_HEAD).finditer(body))
+    raws = list(map(_group_1, matches))
+    got = list(map(_NORMALIZED.get, raws))
+    if None in got:
+        for k, t in enumerate(got):
             if t is None:
-                t = _normalize_raw(raw)
-            if t:  # "" is a same-page link
-                targets.append(t)
-                lines.append(n)
-    return _linklist_from(tuple(targets), array("i", lines))
+                got[k] = _normalize_raw(raws[k])
+    starts = list(map(_Match_start, matches))
+    gaps = map(body.count, repeat(b"\n"), chain((0,), starts), starts)
+    lines = accumulate(gaps, initial=first_line)
+    next(lines)  # (the initial value itself)
+    # compress(.., got) drops "" (same-page links like [[#heading]])
+    return _linklist_from(tuple(compress(got, got)), array("i", compress(lines, got)))
+
+
+_group_1 = itemgetter(1)
+_Match_start = re.Match.start
+
+
+class LinkOffsets:
+    """A page's link targets (as :func:`scan_links` finds them) with each link's line counted
+    only when asked for (:meth:`line`).  Why: a caller that needs the lines of a few links (the
+    graph's dangling ones) spares counting and storing the lines of all the others."""
+
+    __slots__ = ("targets", "_body", "_starts", "_first", "_lines")
+
+    def __init__(self, targets: tuple[str, ...], body: bytes, starts: list[int] | None,
+                 first_line: int, lines: array | None = None):
+        self.targets = targets
+        self._body, self._starts, self._first, self._lines = body, starts, first_line, lines
+
+    def line(self, k: int) -> int:
+        """The 1-based line of the ``k``-th link (``scan_links(...).lines[k]``)."""
+        if self._lines is not None:
+            return self._lines[k]
+        return self._first + self._body.count(b"\n", 0, self._starts[k])  # type: ignore[index]
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        """``(target, line)`` pairs, as :meth:`LinkList.pairs`."""
+        return zip(self.targets, map(self.line, range(len(self.targets))), strict=True)
+
+
+def scan_link_offsets(body: bytes, first_line: int = 1) -> LinkOffsets:
+    """:func:`scan_links` with the lines left to :meth:`LinkOffsets.line` (a body without
+    code: one ``finditer``; a body with code is scanned by :func:`scan_links` itself)."""
+    if body.find(b"[[") < 0:
+        return LinkOffsets((), body, [], first_line)
+    if _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0):
+        ll = _code_links(body, first_line)
+        return LinkOffsets(ll.targets, body, None, first_line, ll.lines)
+    matches = list((_LINK_TEXT_NO_EMBED if _BACKSLASH in body else _LINK_HEAD).finditer(body))
+    got = list(map(_NORMALIZED.get, map(_group_1, matches)))
+    if None in got:
+        for k, t in enumerate(got):
+            if t is None:
+                got[k] = _normalize_raw(matches[k][1])
+    starts = list(compress(map(_Match_start, matches), got))
+    return LinkOffsets(tuple(compress(got, got)), body, starts, first_line)
 
 
 def _code_links(body: bytes, first_line: int) -> LinkList:
