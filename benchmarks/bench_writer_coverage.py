@@ -296,6 +296,18 @@ def lint_summary(res: dict) -> str:
             + (f" ({', '.join(f'{r} {n}' for r, n in rules.most_common(4))})" if rules else ""))
 
 
+def written_runs(results: dict, more_papers: tuple[str, ...]):
+    """``(half, papers, writer, results key)`` of every written wiki in ``results``, in table
+    order: each half of the dev papers, then papers-more; the *before* writer, then *after*."""
+    for half, papers in (("A (tuned)", HALF_A), ("B (held out)", HALF_B),
+                         ("papers-more (held out)", more_papers)):
+        corpus = "more" if papers is more_papers else "dev"
+        for name in ("before", "after"):
+            key = f"{name}-{corpus}"
+            if key in results:
+                yield half, papers, name, key
+
+
 def pct(a: int, b: int) -> str:
     return f"{a}/{b} ({100.0 * a / b:.1f} %)" if b else "—"
 
@@ -376,18 +388,13 @@ def main() -> int:
               "| papers | writer | pages | top-level | under a paper | page types | words/page (median) | "
               "words/section (median / p90 / max) | lint | write s (wall / CPU) |",
               "|---|---|---|---|---|---|---|---|---|---|"]
-    for half, papers in (("A (tuned)", HALF_A), ("B (held out)", HALF_B), ("papers-more (held out)", more_papers)):
-        corpus = "more" if papers is more_papers else "dev"
-        for name in ("before", "after"):
-            key = f"{name}-{corpus}"
-            if key not in results:
-                continue
-            s = shape(results[key]["pages"], papers)
-            types = ", ".join(f"{t} {n}" for t, n in sorted(s["types"].items(), key=lambda x: (-x[1], x[0])))
-            timing = (f"{results[key]['wall']:.0f} / {results[key]['cpu']:.0f}" if half != "B (held out)" else "(one run with A)")
-            lines.append(f"| {half} | {name} | {s['pages']} | {s['top_level']} | {s['nested']} | {types} | "
-                         f"{s['words_median']:.0f} | {s['sec_median']:.0f} / {s['sec_p90']} / {s['sec_max']} | "
-                         f"{lint_summary(results[key])} | {timing} |")
+    for half, papers, name, key in written_runs(results, more_papers):
+        s = shape(results[key]["pages"], papers)
+        types = ", ".join(f"{t} {n}" for t, n in sorted(s["types"].items(), key=lambda x: (-x[1], x[0])))
+        timing = (f"{results[key]['wall']:.0f} / {results[key]['cpu']:.0f}" if half != "B (held out)" else "(one run with A)")
+        lines.append(f"| {half} | {name} | {s['pages']} | {s['top_level']} | {s['nested']} | {types} | "
+                     f"{s['words_median']:.0f} | {s['sec_median']:.0f} / {s['sec_p90']} / {s['sec_max']} | "
+                     f"{lint_summary(results[key])} | {timing} |")
     lines += ["", "## Page types against hand labels", "",
               "The types of the pages written for each half, against hand labels of the same pages "
               "(`benchmarks/writer_type_labels.json`, labelled before the type rule was written; B "
@@ -405,16 +412,11 @@ def main() -> int:
               "the sentences quoted as explanations.", "",
               "| papers | writer | tags/page | distinct | in the page's text | on ≥ 2 pages | explanations |",
               "|---|---|---|---|---|---|---|"]
-    for half, papers in (("A (tuned)", HALF_A), ("B (held out)", HALF_B), ("papers-more (held out)", more_papers)):
-        corpus = "more" if papers is more_papers else "dev"
-        for name in ("before", "after"):
-            key = f"{name}-{corpus}"
-            if key not in results:
-                continue
-            ts = tag_stats(results[key]["pages"], papers)
-            lines.append(f"| {half} | {name} | {ts['median']:.0f} | {ts['distinct']} | "
-                         f"{pct(ts['grounded'], ts['total'])} | {ts['shared']} | "
-                         f"{explanation_count(results[key]['pages'], papers)} |")
+    for half, papers, name, key in written_runs(results, more_papers):
+        ts = tag_stats(results[key]["pages"], papers)
+        lines.append(f"| {half} | {name} | {ts['median']:.0f} | {ts['distinct']} | "
+                     f"{pct(ts['grounded'], ts['total'])} | {ts['shared']} | "
+                     f"{explanation_count(results[key]['pages'], papers)} |")
     lines += ["", "Lint is of the whole written wiki (both halves for the dev papers); the write "
               "time is of all papers of that wiki (wall / CPU seconds, one process, claim check off)"
               + ("; the *before* wikis were written by an earlier run of this command in the same "

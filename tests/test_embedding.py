@@ -189,7 +189,7 @@ def test_no_spinning_session_gives_the_same_vectors(embedder):
     import onnxruntime as ort
 
     opts = ort.SessionOptions()
-    opts.intra_op_num_threads = embedding._threads()
+    opts.intra_op_num_threads = embedding.usable_cores()
     opts.inter_op_num_threads = 1
     opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     spinning = ort.InferenceSession(str(embedding.model_dir() / embedding.ONNX_FILE),

@@ -173,12 +173,11 @@ def worker_model(embedder, jobs: int) -> tuple[str, int] | None:
     parent: its embedder is the packaged ONNX model (a worker loads its own copy in ~0.3 s;
     any other embedder -- sentence-transformers, a test's wrapper, the server's progress
     counter -- stays in the parent, which then embeds as before).  None otherwise."""
-    from ..stores.embedding import OnnxEmbedder
+    from ..stores.embedding import OnnxEmbedder, usable_cores
 
     if jobs <= 1 or type(embedder) is not OnnxEmbedder:
         return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    return embedder.name, max(1, (cores or 1) // jobs)
+    return embedder.name, max(1, usable_cores() // jobs)
 
 
 class _InlinePool:

@@ -117,10 +117,10 @@ FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
             "tcos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.366, "pcos": 0.37, "lex": 0.198, "passage": 0.025, "type": 0.057, "cue": 0.232,
-    "pointed": 0.264, "rank": 0.043, "summary": -0.042, "quoted": 0.069, "first": -0.035,
-    "anaphor": 0.029, "title": 0.738, "words": 0.025, "dense": 0.119, "ctx": 0.378,
-    "pcos_prev": 0.259, "tcos": 0.403,
+    "cos": 0.325, "pcos": 0.308, "lex": 0.175, "passage": 0.024, "type": 0.05, "cue": 0.201,
+    "pointed": 0.243, "rank": -0.083, "summary": -0.042, "quoted": 0.077, "first": -0.026,
+    "anaphor": 0.025, "title": 0.737, "words": 0.006, "dense": 0.11, "ctx": 0.349,
+    "pcos_prev": 0.243, "tcos": 0.366,
 }
 
 NO_ANSWER = "The wiki does not cover this question."

@@ -66,7 +66,10 @@ def model_dir(name: str = DEFAULT_MODEL) -> Path:
     return root / f"{name.replace('/', '__')}-v{EXPORT_VERSION}"
 
 
-def _threads() -> int:
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the platform has one, as in a
+    container limited to some cores; else all of them): onnxruntime's default thread count and
+    what a batch shares among its workers."""
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
 
 
@@ -195,7 +198,7 @@ class OnnxEmbedder:
         self._counter.no_padding()
         self._counter.no_truncation()
         opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads or _threads()
+        opts.intra_op_num_threads = threads or usable_cores()
         opts.inter_op_num_threads = 1
         opts.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         opts.log_severity_level = 3
