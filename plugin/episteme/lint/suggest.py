@@ -16,12 +16,11 @@ results took Python loops.
 from __future__ import annotations
 
 import difflib
-import heapq
 import re
 from collections import defaultdict
 from collections.abc import Iterable
-from itertools import compress, repeat
-from operator import add
+from itertools import compress, count, repeat
+from operator import add, sub
 from typing import Any
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -43,34 +42,55 @@ def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
     return names
 
 
-def _char_masks(b: str) -> defaultdict[str, int]:
-    """Character -> bit mask of its positions in ``b`` (for :func:`_lcs_length`); 0 for any
-    other character (a ``defaultdict``, so that :func:`_lcs_length` looks masks up in C)."""
-    masks: defaultdict[str, int] = defaultdict(int)
+def _char_masks(b: str) -> dict[str, int]:
+    """Character -> bit mask of its positions in ``b`` (for :func:`_lcs_length`)."""
+    masks: dict[str, int] = {}
     for i, c in enumerate(b):
-        masks[c] |= 1 << i
+        masks[c] = masks.get(c, 0) | 1 << i
     return masks
 
 
-def _lcs_length(a: str, masks: defaultdict[str, int], n: int) -> int:
+def _lcs_length(a: str, masks: dict[str, int], n: int) -> int:
     """Length of the longest common subsequence of ``a`` and the ``n``-character string whose
     :func:`_char_masks` are ``masks`` (the bit-parallel algorithm of Allison and Dix, 1986).
 
     Why: difflib's matching blocks never cross, so together they are a common subsequence and
     ``ratio() <= 2 * LCS / (len(a) + n)``.  That bound costs a few integer operations per
     character where ``ratio()`` costs a Python search per block, and it is tighter than
-    ``quick_ratio()`` (which ignores order), so most candidates are ruled out without it."""
-    full = (1 << n) - 1
-    v = full
-    for m in map(masks.__getitem__, a):
+    ``quick_ratio()`` (which ignores order), so most candidates are ruled out without it.
+
+    The characters of ``a`` that ``b`` lacks (mask 0) leave the row unchanged, so they are
+    skipped (in C, by ``filter``); and the row is cut to ``n`` bits once at the end: additions
+    carry upwards only, so the bits above ``n`` never change the ones below."""
+    v = full = (1 << n) - 1
+    for m in filter(None, map(masks.get, a)):
         u = v & m
-        v = ((v + u) | (v - u)) & full
-    return n - v.bit_count()
+        v = (v + u) | (v - u)
+    return n - (v & full).bit_count()
 
 
 def _trigrams(s: str) -> set[str]:
     s = f"  {s} "
     return {s[i : i + 3] for i in range(len(s) - 2)}
+
+
+def _dozen(counts: dict[str, float], n: int) -> list[str]:
+    """The 12 names of ``counts`` with the best scores, ties between equal scores to the name
+    closest in length to ``n``, then to the first in ``counts`` order (what ``nlargest(12)``
+    of ``(score, -|len - n|, -position)`` gives).
+
+    Why this way: only the set matters (the caller orders it by its own bound), the names
+    scoring above the 12th best score are all in it, and only those tied at that score compete
+    for the places left; they are ranked by sorting ``(|len - n|, position, name)`` tuples,
+    made and compared in C, instead of decorating every name in a Python loop."""
+    values = counts.values()
+    floor = sorted(values, reverse=True)[11]
+    above = list(compress(counts, map(floor.__lt__, values)))
+    tied = list(compress(counts, map(floor.__eq__, values)))
+    if len(above) + len(tied) > 12:
+        dist = map(abs, map(sub, map(len, tied), repeat(n)))
+        tied = [t[2] for t in sorted(zip(dist, count(), tied))[: 12 - len(above)]]
+    return above + tied
 
 
 class Suggester:
@@ -156,31 +176,27 @@ class Suggester:
         counts = self._count(set(_WORD.findall(key)), self.word_index())
         if not counts:
             counts = self._count(_trigrams(key), self._gram_index())
-        pool: Iterable[str] = counts
-        if len(counts) > 12:
-            # only names scoring at least the 12th best score can be among the 12; the order
-            # of the rest is kept, so ties resolve as over all of them
-            floor = sorted(counts.values(), reverse=True)[11]
-            pool = list(compress(counts, map(floor.__le__, counts.values())))
         n = len(key)
-        r = difflib.SequenceMatcher(None, "", key)  # (b = the target: its index is made once)
+        top: Iterable[str] = counts
+        if len(counts) > 12:
+            top = _dozen(counts, n)
         masks = _char_masks(key)
         bounds = []
-        # the dozen best by score, then by closeness in length, ties to the first in pool order
-        # (what nlargest with a key gives, decorated here without a Python call per name)
-        top = heapq.nlargest(12, [(counts[c], -abs(len(c) - n), -i, c) for i, c in enumerate(pool)])
-        for *_, name in top:
+        for name in top:
             total = len(name) + n
             if 2.0 * min(len(name), n) / total > 0.6:  # (ratio <= these bounds)
                 bounds.append((-(2.0 * _lcs_length(name, masks, n) / total), name))
         # the best ratio above 0.6, ties to the first name in code-point order; each ratio is
         # at most its LCS bound, so candidates go by that bound and stop once it is too low
         best, best_score = None, 0.6
+        r = None
         for neg, name in sorted(bounds):
             if -neg < best_score:
                 break
             if -neg == best_score and (best is None or name > best):
                 continue
+            if r is None:
+                r = difflib.SequenceMatcher(None, "", key)  # (b = the target: indexed once)
             r.set_seq1(name)
             score = r.ratio()
             if score > best_score or (score == best_score and best is not None and name < best):
