@@ -45,8 +45,8 @@ from typing import Any
 
 from ..errors import NotFoundError, UsageError
 from ..wiki.frontmatter import frontmatter_aliases, frontmatter_tags, frontmatter_title
-from ..wiki.links import NO_LINKS, LinkList, normalize_target
-from ..wiki.page import Page, read_link_offsets
+from ..wiki.links import NO_LINKS, LinkList, link_line, normalize_target, scan_link_offsets
+from ..wiki.page import Page, read_body
 from ..wiki.scan import Visitor, scan
 from ..wiki.schema import TIERS, Schema, compute_tier, load_schema
 
@@ -151,6 +151,7 @@ class WikiGraph:
         self.ambiguity_count = 0
         self.link_count = 0
         self._reread: list[int] = []  # lean build: pages whose dangling/ambiguous links need lines
+        self._reread_targets: list[tuple[str, ...]] = []  # ... and their targets
         if targets is None:
             self._build_edges()
             if not keep_links:  # the caller needs only the graph: free ~40% of the memory
@@ -314,7 +315,7 @@ class WikiGraph:
         get = code.__getitem__
         low = lowered.get
         dangling_sources = self.dangling_sources
-        reread = self._reread
+        reread, reread_targets = self._reread, self._reread_targets
         by_text: dict[str, tuple[str | None, list[int]]] = {}
         for i, ts in enumerate(targets):
             if not ts:
@@ -323,6 +324,7 @@ class WikiGraph:
             hits = set(map(get, ts))
             if -1 in hits or -2 in hits:
                 reread.append(i)
+                reread_targets.append(ts)
                 if -1 in hits:
                     seen = set(map(low, ts))
                     seen.discard(None)
@@ -369,33 +371,37 @@ class WikiGraph:
         by_text: dict[str, tuple[str | None, list[int]]] = {}
         code = self._codes.get
         ids = self.ids
-        for i in self._reread:
+        for i, targets in zip(self._reread, self._reread_targets, strict=True):
             p = self.pages[i]
             try:
-                links = read_link_offsets(self.root, p.id)
+                body, first = read_body(self.root, p.id)
             except OSError:
                 continue  # deleted since the scan: nothing to point at
-            targets = links.targets
             codes = list(map(code, targets))
-            if None in codes:  # changed since the scan
-                self._resolve_links(i, links.pairs(), by_text, True)
-                continue
-            seen: set[str] = set()
             # only the links that dangle (-1) or have several candidates (-2), picked in C;
-            # only their lines are counted
-            for k in compress(range(len(codes)), map((0).__gt__, codes)):
+            # only their lines are found, by their target's text where that is exact
+            ks = list(compress(range(len(codes)), map((0).__gt__, codes)))
+            lines = [link_line(body, first, targets, k) for k in ks]
+            if None in lines:
+                links = scan_link_offsets(body, first)
+                if links.targets != targets:  # changed since the scan
+                    self._resolve_links(i, links.pairs(), by_text, True)
+                    continue
+                lines = list(map(links.line, ks))
+            seen: set[str] = set()
+            for k, line in zip(ks, lines, strict=True):
                 target, c = targets[k], codes[k]
                 if c == -1:
                     key = target.lower()
                     if key not in seen:
                         seen.add(key)
-                        self._dangling.append(Dangling(p.id, target, links.line(k)))
+                        self._dangling.append(Dangling(p.id, target, line))
                         self.dangling_sources.append(i)
                 elif c == -2:
                     step, cands = self._lookup(target.lower())
                     j = self._choose(cands, p.folder)
                     self._ambiguities.append(
-                        Ambiguity(p.id, target, links.line(k), step or "", ids[j],
+                        Ambiguity(p.id, target, line, step or "", ids[j],
                                   tuple(ids[c] for c in sorted(cands))))
         self.ambiguity_count = count  # counted at the scan; the re-read only adds lines
 

@@ -248,6 +248,43 @@ def scan_link_offsets(body: bytes, first_line: int = 1) -> LinkOffsets:
     return LinkOffsets(tuple(compress(got, got)), body, starts, first_line)
 
 
+def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) -> int | None:
+    """The line of the ``k``-th link of ``body`` (``targets``: the body's link targets, as
+    :func:`scan_links` finds them), found without parsing every link: ``None`` when this way is
+    not certain to agree with :func:`scan_links` (the body has code or backslashes, or the
+    target holds a replaced byte), and the caller parses the body instead.
+
+    Why: lint reports a page's dangling links, often one or two of a dozen, and parsing the
+    whole page again for their lines was most of what a lint run did beyond the scan.  How: a
+    target is a piece of its link's text (normalizing only cuts and trims), and a link holds no
+    ``[`` after its ``[[``; so every link to ``targets[k]`` holds the target's bytes and starts
+    at the last ``[[`` before them, where the link pattern must match.  The ``k``-th link is
+    the ``j``-th link to its target, counted along the links that pass."""
+    if _BACKTICK in body or _BACKSLASH in body or (_TILDE in body and body.find(b"~~~") >= 0):
+        return None
+    target = targets[k]
+    if "\ufffd" in target:  # (invalid UTF-8 in the page: its bytes are not the target's)
+        return None
+    j = targets[: k + 1].count(target)
+    needle = target.encode("utf-8")
+    last = -1
+    pos = body.find(needle)
+    while pos >= 0:
+        q = body.rfind(b"[[", 0, pos)
+        if q > last:
+            last = q
+            m = _LINK_HEAD.match(body, q)
+            if m is not None:
+                raw = m[1]
+                t = _NORMALIZED.get(raw)
+                if (_normalize_raw(raw) if t is None else t) == target:
+                    j -= 1
+                    if not j:
+                        return first_line + body.count(b"\n", 0, q)
+        pos = body.find(needle, pos + 1)
+    return None  # (the page changed since its targets were read)
+
+
 def _code_links(body: bytes, first_line: int) -> LinkList:
     """:func:`scan_links` of a body with backticks or ``~~~``: links in fenced blocks and in
     inline code spans are left out."""

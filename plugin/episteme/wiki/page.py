@@ -8,7 +8,7 @@ from typing import Any
 
 from .files import read_bytes
 from .frontmatter import body_start, frontmatter_title, page_frontmatter, strip_bom
-from .links import NO_LINKS, Link, LinkList, LinkOffsets, link_targets, scan_link_offsets, scan_links
+from .links import NO_LINKS, Link, LinkList, link_targets, scan_links
 
 
 class Page:
@@ -111,9 +111,10 @@ def read_links(root: str | os.PathLike, page_id: str) -> LinkList:
     return scan_links(data[offset:], line) if offset else scan_links(data, 1)
 
 
-def read_link_offsets(root: str | os.PathLike, page_id: str) -> LinkOffsets:
-    """:func:`read_links` with each link's line counted only when asked for (see
-    :class:`~episteme.wiki.links.LinkOffsets`)."""
+def read_body(root: str | os.PathLike, page_id: str) -> tuple[bytes, int]:
+    """A page file's body (its bytes after the frontmatter, without BOM) and the 1-based file
+    line it starts on: what :func:`~episteme.wiki.links.scan_link_offsets` or
+    :func:`~episteme.wiki.links.link_line` take, as :func:`read_links` reads them."""
     data = strip_bom(read_bytes(os.path.join(os.fspath(root), page_id)))
     offset, line = body_start(data)
-    return scan_link_offsets(data[offset:], line) if offset else scan_link_offsets(data, 1)
+    return (data[offset:], line) if offset else (data, 1)
