@@ -251,8 +251,8 @@ def scan_link_offsets(body: bytes, first_line: int = 1) -> LinkOffsets:
 def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) -> int | None:
     """The line of the ``k``-th link of ``body`` (``targets``: the body's link targets, as
     :func:`scan_links` finds them), found without parsing every link: ``None`` when this way is
-    not certain to agree with :func:`scan_links` (the body has code or backslashes, or the
-    target holds a replaced byte), and the caller parses the body instead.
+    not certain to agree with :func:`scan_links` (the body has backslashes, or the target holds
+    a replaced byte), and the caller parses the body instead.
 
     Why: lint reports a page's dangling links, often one or two of a dozen, and parsing the
     whole page again for their lines was most of what a lint run did beyond the scan.  How: a
@@ -260,8 +260,10 @@ def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) ->
     ``[`` after its ``[[``; so every link to ``targets[k]`` holds the target's bytes and starts
     at the last ``[[`` before them, where the link pattern must match.  The ``k``-th link is
     the ``j``-th link to its target, counted along the links that pass."""
-    if _BACKTICK in body or _BACKSLASH in body or (_TILDE in body and body.find(b"~~~") >= 0):
+    if _BACKSLASH in body:
         return None
+    code = _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0)
+    regions = _fenced_regions(body) if code else []
     target = targets[k]
     if "\ufffd" in target:  # (invalid UTF-8 in the page: its bytes are not the target's)
         return None
@@ -274,7 +276,7 @@ def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) ->
         if q > last:
             last = q
             m = _LINK_HEAD.match(body, q)
-            if m is not None:
+            if m is not None and not (code and _in_code(body, q, regions)):
                 raw = m[1]
                 t = _NORMALIZED.get(raw)
                 if (_normalize_raw(raw) if t is None else t) == target:
@@ -283,6 +285,16 @@ def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) ->
                         return first_line + body.count(b"\n", 0, q)
         pos = body.find(needle, pos + 1)
     return None  # (the page changed since its targets were read)
+
+
+def _in_code(body: bytes, s: int, regions: list[tuple[int, int]]) -> bool:
+    """Whether offset ``s`` of ``body`` is in a fenced block (``regions``, see
+    :func:`_fenced_regions`) or in an inline code span of its line (as :func:`_code_links`
+    tests each link)."""
+    if any(a <= s < b for a, b in regions):
+        return True
+    spans = _line_spans(body, body.rfind(b"\n", 0, s) + 1, s)
+    return any(a <= s < b for a, b in spans)
 
 
 def _code_links(body: bytes, first_line: int) -> LinkList:
