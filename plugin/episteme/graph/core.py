@@ -457,6 +457,21 @@ class WikiGraph:
         (one of :data:`STEPS`), in the order the names were first seen."""
         return [v for v in self._keys[step].values() if type(v) is list]
 
+    def names_by_node(self, step: str) -> list[str | None]:
+        """Each node's lowercased name at resolution ``step`` (``"title"`` or ``"stem"``; ``None``
+        for a page without a title), read back from the name index rather than from every
+        page's frontmatter again."""
+        if step not in ("title", "stem"):
+            raise UsageError(f"names_by_node: one name per page only at 'title' or 'stem', not {step!r}")
+        out: list[str | None] = [None] * len(self.ids)
+        for name, v in self._keys[step].items():
+            if type(v) is list:
+                for i in v:
+                    out[i] = name
+            else:
+                out[v] = name  # type: ignore[index]
+        return out
+
     def node_set(self, tier: str | None) -> set[int] | None:
         """Node indices of ``tier`` (``None`` or ``"all"`` = no restriction)."""
         if tier in (None, "all"):

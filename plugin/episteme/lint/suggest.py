@@ -42,6 +42,17 @@ def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
     return names
 
 
+def name_index_lower(stems: list[str], titles: list[str | None]) -> dict[str, int]:
+    """:func:`name_index` from names already lowercased: ``stems[i]`` and ``titles[i]``
+    (``None``: no title) of node ``i``, as the graph's name index holds them."""
+    names: dict[str, int] = {}
+    put = names.setdefault
+    for i, (stem, t) in enumerate(zip(stems, titles, strict=True)):
+        put(stem if t is None else t, i)
+        put(stem, i)
+    return names
+
+
 def _char_masks(b: str) -> dict[str, int]:
     """Character -> bit mask of its positions in ``b`` (for :func:`_lcs_length`)."""
     masks: dict[str, int] = {}
@@ -116,10 +127,8 @@ class Suggester:
     @property
     def names(self) -> dict[str, int]:
         if self._names is None:
-            from ..wiki.frontmatter import frontmatter_title
-
             g = self._graph
-            self._names = name_index(g.ids, [frontmatter_title(p.props) for p in g.pages])
+            self._names = name_index_lower(g.names_by_node("stem"), g.names_by_node("title"))
         return self._names
 
     def word_index(self) -> dict[str, list[str]]:
