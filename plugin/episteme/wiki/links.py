@@ -10,6 +10,11 @@ Why bytes and three entry points: a scan is the hot path of every graph and lint
 :func:`link_targets` gives the same targets without them (a third of a ``stats`` run went into
 counting lines); only pages with backticks or tildes pay for code handling.
 
+Why one module of ~500 lines: it is the one parser of what a link is (graph, lint, writer,
+answers and the server's page view all call it), and its fast entry points must agree with
+:func:`scan_links` link for link (tests/test_graph_lean.py checks them on random bodies);
+:func:`link_line` locates one link by its target's text where that is exact.
+
 Why ``96 in data`` and ``data.find(b"[[") < 0`` rather than ``b"`" in data``: CPython's
 ``bytes in bytes`` first tries the needle as an integer and formats a ``TypeError`` before it
 searches, which cost more than the search itself (a tenth of a ``stats`` run went there); an
