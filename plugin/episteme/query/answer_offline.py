@@ -70,11 +70,16 @@ MAX_ANSWER_WORDS = 120
 REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
 #: per word of a sentence, taken off its selection gain: within the same word budget, more and
 #: shorter sentences cover more of what the question may be asking (chosen by the 5-fold CV of
-#: benchmarks/bench_answer.py on dev_trace; RESULTS-answer.md)
-LENGTH_COST = 0.005
+#: benchmarks/bench_answer.py on dev_trace, 0.005 -> 0.01 with SECTION_COST; RESULTS-answer.md)
+LENGTH_COST = 0.01
 #: x the share of the question's (locally weighted) terms a sentence adds to those the chosen
 #: ones already hold: a two-part question ("what X, and how long Y?") gets both parts answered
 COVERAGE = 0.2
+#: x the number of chosen sentences already from the same paper section: the sentences that
+#: restate the question's topic crowd one section (its opening, its definitions); the one that
+#: answers is often a section further on (chosen by the same 5-fold CV: 0 -> 0.05)
+SECTION_COST = 0.05
+POOL = 4 * MAX_SENTENCES  # the best candidates (within MARGIN) the selection chooses among
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
 EMBED_TOP = 28  # sentences embedded per question, the best by the cheap pre-score (bounded work)
 MARGIN = 0.35  # keep sentences within this of the best one's score
@@ -115,12 +120,12 @@ TITLE_MIN_COS = 0.3
 #: current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
-            "tcos")
+            "tcos", "ccos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.325, "pcos": 0.308, "lex": 0.175, "passage": 0.024, "type": 0.05, "cue": 0.201,
-    "pointed": 0.243, "rank": -0.083, "summary": -0.042, "quoted": 0.077, "first": -0.026,
-    "anaphor": 0.025, "title": 0.737, "words": 0.006, "dense": 0.11, "ctx": 0.349,
-    "pcos_prev": 0.243, "tcos": 0.366,
+    "cos": 0.154, "pcos": 0.223, "lex": 0.068, "passage": 0.015, "type": 0.039, "cue": 0.161,
+    "pointed": 0.213, "rank": -0.071, "summary": -0.036, "quoted": 0.066, "first": -0.029,
+    "anaphor": 0.024, "title": 0.649, "words": 0.011, "dense": 0.088, "ctx": 0.278,
+    "pcos_prev": 0.207, "tcos": 0.319, "ccos": 0.322,
 }
 
 NO_ANSWER = "The wiki does not cover this question."
@@ -739,6 +744,7 @@ class OfflineAnswerer:
         tvec = dict(zip(titles, self._encode(titles) @ qvec, strict=True)) if titles else {}
         for c in cands:
             c.parts["tcos"] = float(tvec.get(_bare_title(c.section), 0.0)) if c.section else 0.0
+        _centred_cosines(qvec, cands)
         w = self.weights
         for c in cands:
             c.score = sum(w.get(k, 0.0) * v for k, v in c.parts.items()) + w.get("bias", 0.0)
@@ -779,7 +785,7 @@ class OfflineAnswerer:
         closest sentence already chosen minus :data:`LENGTH_COST` per word, within
         :data:`MARGIN` of the best score, no near-duplicates, bounded length."""
         best = cands[0].score
-        pool = [c for c in cands if c.score >= best - MARGIN][:4 * MAX_SENTENCES]
+        pool = [c for c in cands if c.score >= best - MARGIN][:POOL]
         vecs = {c.text: c.vec for c in pool}
         picked: list[Candidate] = []
         covered: set[str] = set()
@@ -790,8 +796,9 @@ class OfflineAnswerer:
                 red = max((float(v @ vecs[p.text]) for p in picked
                            if v is not None and vecs.get(p.text) is not None), default=0.0)
                 new = sum(w for t, w in c.qterms.items() if t not in covered)
+                same = sum(p.section_id == c.section_id for p in picked if c.section_id)
                 return (c.score - REDUNDANCY * red - LENGTH_COST * len(c.text.split())
-                        + self.coverage * new)
+                        + self.coverage * new - SECTION_COST * same)
             # the best sentence always leads; then relevance, novelty and brevity trade off
             c = max(pool, key=gain) if picked else max(pool, key=lambda c: c.score)
             pool.remove(c)
@@ -891,6 +898,29 @@ class OfflineAnswerer:
         return ok, (traced if len(ok) == len(picked) else None)
 
 
+def _centred_cosines(qvec, cands: Sequence[Candidate]) -> None:
+    """``parts["ccos"]``: each candidate's cosine to the question after both are centred on the
+    mean of the candidates' vectors.  Every candidate is about the question's topic (that is
+    how it was found), so the plain cosine mostly measures how well a sentence restates that
+    topic; with the shared direction taken out, what is left is the part of the question that
+    tells its sentences apart (the aspect asked about).  A candidate without a vector gets 0."""
+    import numpy as np
+
+    have = [c for c in cands if c.vec is not None]
+    for c in cands:
+        c.parts["ccos"] = 0.0
+    if len(have) < 3:
+        return
+    m = np.vstack([np.asarray(c.vec, dtype=np.float32) for c in have])
+    centre = m.mean(axis=0)
+    q = np.asarray(qvec, dtype=np.float32) - centre
+    m = m - centre
+    norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    sims = (m @ q) / np.where(norms > 0, norms, 1.0)
+    for c, v in zip(have, sims, strict=True):
+        c.parts["ccos"] = float(v)
+
+
 def _bare_title(title: str) -> str:
     """A section title without its number ("4.2 Results", "IV.B Cost", "A.1 Setup" -> the
     words; "A satisfactory model" keeps its article)."""
@@ -920,6 +950,7 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
 
 def _explain(c: Candidate) -> dict:
     return {"text": c.text, "score": round(c.score, 4), "evidence": round(c.evidence, 4),
-            "paper": c.paper, "section": c.section,
+            "paper": c.paper, "section": c.section, "section_id": c.section_id,
+            "start": c.order[2] if c.section_id else None,
             "wiki_section": c.wiki_section, "pointed": c.pointed,
             **{k: round(v, 4) for k, v in c.parts.items()}}
