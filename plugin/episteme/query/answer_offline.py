@@ -24,7 +24,9 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   sentence leaning on the one before, its *context* (the sentence before it: its cosine, and
   the question's terms the two hold together, each weighted by its rarity among the
   candidates, so the paper's ubiquitous subject counts little), its section title's cosine to
-  the question, its length, and the *expected answer type*: a quantity
+  the question, its *centred* cosine (question and sentence taken relative to the candidates'
+  mean vector: the topic every candidate shares drops out, so a sentence that merely restates
+  it no longer looks like the answer), its length, and the *expected answer type*: a quantity
   question ("how many", "how big", "what score") wants a sentence with a number, a definition
   question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
   limitation / comparison question one that states one.  The ranking is a linear model over
@@ -37,8 +39,10 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
   formula debris and reference-list text are never candidates.
 * **Selection**: the best sentence leads; then maximal marginal relevance, with a small cost
-  per word (more, shorter sentences within the word budget) and a gain for the question terms
-  a sentence adds to those already covered (both parts of a two-part question answered).
+  per word (more, shorter sentences within the word budget), a cost per sentence already taken
+  from the same paper section (the topic-restating sentences crowd one section) and a gain for
+  the question terms a sentence adds to those already covered (both parts of a two-part
+  question answered).
 * **Readable order**: the chosen sentences are put back in the order of the paper (papers in
   the order their wiki sections ranked), so the answer reads like an excerpt, not a shuffle.
 * **Checked by the tracer**: the chosen sentences are traced to the papers; one the trace does
@@ -295,8 +299,7 @@ class OfflineAnswerer:
         """``section_id -> (text, ord, title, kind, page_start, page_end)`` (cached)."""
         todo = [s for s in dict.fromkeys(section_ids) if s not in self._section_text]
         if todo:
-            store = self.tracer.store
-            with self.tracer._db_lock:
+            with self.tracer.locked_store() as store:
                 rows = store.conn.execute(
                     "SELECT section_id, section_text, ord, section_title, kind, page_start, page_end "
                     f"FROM sections WHERE section_id IN ({','.join('?' * len(todo))})", todo).fetchall()
@@ -311,8 +314,8 @@ class OfflineAnswerer:
         """``(passage id, section id, char_start, char_end, page)`` of the given sections."""
         if not section_ids:
             return []
-        with self.tracer._db_lock:
-            return self.tracer.store.conn.execute(
+        with self.tracer.locked_store() as store:
+            return store.conn.execute(
                 "SELECT id, section_id, char_start, char_end, page FROM passages WHERE section_id IN "
                 f"({','.join('?' * len(section_ids))}) ORDER BY section_id, ord", list(section_ids)
             ).fetchall()
@@ -335,8 +338,8 @@ class OfflineAnswerer:
                    re.finditer(r"“([^”]{40,})”", wiki_section.get("text", ""))]
         found: set[str] = set()
         if quotes and papers:
-            with self.tracer._db_lock:
-                rows = self.tracer.store.conn.execute(
+            with self.tracer.locked_store() as store:
+                rows = store.conn.execute(
                     "SELECT section_id, paper_id FROM sections WHERE paper_id IN "
                     f"({','.join('?' * len(papers))}) AND kind != 'references'", list(papers)).fetchall()
             texts = self._sections([r[0] for r in rows])
@@ -569,8 +572,8 @@ class OfflineAnswerer:
 
     def _has_sentence_table(self) -> bool:
         if self._sent_table is None:
-            with self.tracer._db_lock:
-                self._sent_table = self.tracer.store.has_table("sentence_vectors")
+            with self.tracer.locked_store() as store:
+                self._sent_table = store.has_table("sentence_vectors")
         return self._sent_table
 
     def _stored_vectors(self, section_ids: Sequence[str]) -> dict[str, dict[int, object]]:
@@ -581,8 +584,8 @@ class OfflineAnswerer:
         todo = [s for s in dict.fromkeys(section_ids) if s not in self._sent_vecs]
         if todo:
             emb = self.embedder
-            with self.tracer._db_lock:
-                got = self.tracer.store.sentence_vectors(todo, emb.name, emb.dim)
+            with self.tracer.locked_store() as store:
+                got = store.sentence_vectors(todo, emb.name, emb.dim)
             with self._lock:
                 if len(self._sent_vecs) > 20_000:
                     self._sent_vecs.clear()
@@ -598,8 +601,8 @@ class OfflineAnswerer:
         once: a warm engine keeps their vectors)."""
         if self.tracer is None or not papers or TITLE_SECTIONS <= 0:
             return set()
-        with self.tracer._db_lock:
-            rows = self.tracer.store.conn.execute(
+        with self.tracer.locked_store() as store:
+            rows = store.conn.execute(
                 "SELECT section_id, section_title FROM sections WHERE paper_id IN "
                 f"({','.join('?' * len(papers))}) AND kind NOT IN ('references', 'front', "
                 "'table', 'figure', 'footnote') AND length(section_text) > 0",
@@ -626,11 +629,11 @@ class OfflineAnswerer:
         for pid in papers:
             hit = self._paper_sents.get(pid)
             if hit is None:
-                with self.tracer._db_lock:
-                    sids = [r[0] for r in self.tracer.store.conn.execute(
+                with self.tracer.locked_store() as store:
+                    sids = [r[0] for r in store.conn.execute(
                         "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
                         "('references', 'front') ORDER BY ord", (pid,))]
-                    got = self.tracer.store.sentence_vectors(sids, emb.name, emb.dim)
+                    got = store.sentence_vectors(sids, emb.name, emb.dim)
                 pk = [(sid, int(a)) for sid in sids if sid in got for a, _b in got[sid][0]]
                 mat = (np.vstack([got[sid][1] for sid in sids if sid in got]) if pk
                        else np.zeros((0, emb.dim), np.float32))
@@ -782,7 +785,8 @@ class OfflineAnswerer:
     def _select(self, cands: list[Candidate]) -> list[Candidate]:
         """Greedy, maximal marginal relevance: the best-scored sentence first, then each step
         takes the candidate with the best score minus :data:`REDUNDANCY` x its cosine to the
-        closest sentence already chosen minus :data:`LENGTH_COST` per word, within
+        closest sentence already chosen minus :data:`LENGTH_COST` per word minus
+        :data:`SECTION_COST` per chosen sentence of its paper section, within
         :data:`MARGIN` of the best score, no near-duplicates, bounded length."""
         best = cands[0].score
         pool = [c for c in cands if c.score >= best - MARGIN][:POOL]
