@@ -52,6 +52,38 @@ def test_link_targets_equal_scan_links_on_random_bodies():
         assert links.link_targets(body, start) == links.scan_links(body[start:]).targets, (body, start)
 
 
+def test_link_line_equals_scan_links_lines_on_random_bodies():
+    """The line of a link found by its target's text (what the lean graph does for the links
+    lint reports) is the parser's line for that link, or ``None`` (then the page is parsed)."""
+    rnd = random.Random(20261201)
+    tokens = [t for t in TOKENS if b"\\" not in t] + [b"[[a]]", b"[[B|a]]", b" a ", b"[[a#x]]"]
+    found = 0
+    for _ in range(30_000):
+        body = b"".join(rnd.choice(tokens) for _ in range(rnd.randint(0, 40)))
+        if rnd.random() < 0.1:
+            body += b"\\"  # a backslash: never answered this way
+        ll = links.scan_links(body, 3)
+        for k in range(len(ll)):
+            line = links.link_line(body, 3, ll.targets, k)
+            assert line in (None, ll.lines[k]), (body, k)
+            found += line is not None
+    assert found > 10_000
+
+
+@pytest.mark.parametrize(
+    "body, k, line",
+    [
+        (b"x [[A]]\n[[A|a]] [[B]]\n\n[[a]] [[A#h]]", 4, 4),  # the 3rd link to "A", not the 1st
+        (b"[[B|A]] ![[A]]\n`[[A]]` A [[ A ]]", 1, 2),  # label, embed, code span, prose skipped
+        (b"```\n[[A]]\n```\n[[[A]]", 0, 4),  # fenced block skipped; "[[[A]]" links A
+    ],
+)
+def test_link_line_cases(body: bytes, k: int, line: int):
+    ll = links.scan_links(body)
+    assert ll.lines[k] == line
+    assert links.link_line(body, 1, ll.targets, k) == line
+
+
 @pytest.mark.parametrize(
     "body, targets",
     [
@@ -122,6 +154,16 @@ def assert_same_graph(full: G.WikiGraph, lean: G.WikiGraph) -> None:
     assert lean.dangling == full.dangling  # read back with line numbers
     assert lean.ambiguities == full.ambiguities
     assert G.orphans(lean) == G.orphans(full)
+
+
+def test_names_by_node_are_the_pages_lowercased_titles_and_stems(tricky_wiki: Path):
+    g = G.WikiGraph.build(tricky_wiki, keep_links=False)
+    titles = [None if (t := frontmatter.frontmatter_title(p.props)) is None else t.lower() for p in g.pages]
+    assert any(titles) and None in titles
+    assert g.names_by_node("title") == titles
+    assert g.names_by_node("stem") == [p.stem.lower() for p in g.pages]
+    with pytest.raises(Exception, match="title' or 'stem"):
+        g.names_by_node("alias")
 
 
 @pytest.fixture(scope="module")

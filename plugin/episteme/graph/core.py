@@ -45,8 +45,8 @@ from typing import Any
 
 from ..errors import NotFoundError, UsageError
 from ..wiki.frontmatter import frontmatter_aliases, frontmatter_tags, frontmatter_title
-from ..wiki.links import NO_LINKS, LinkList, normalize_target
-from ..wiki.page import Page, read_links
+from ..wiki.links import NO_LINKS, LinkList, link_line, normalize_target, scan_link_offsets
+from ..wiki.page import Page, read_body
 from ..wiki.scan import Visitor, scan
 from ..wiki.schema import TIERS, Schema, compute_tier, load_schema
 
@@ -151,6 +151,7 @@ class WikiGraph:
         self.ambiguity_count = 0
         self.link_count = 0
         self._reread: list[int] = []  # lean build: pages whose dangling/ambiguous links need lines
+        self._reread_targets: list[tuple[str, ...]] = []  # ... and their targets
         if targets is None:
             self._build_edges()
             if not keep_links:  # the caller needs only the graph: free ~40% of the memory
@@ -314,7 +315,7 @@ class WikiGraph:
         get = code.__getitem__
         low = lowered.get
         dangling_sources = self.dangling_sources
-        reread = self._reread
+        reread, reread_targets = self._reread, self._reread_targets
         by_text: dict[str, tuple[str | None, list[int]]] = {}
         for i, ts in enumerate(targets):
             if not ts:
@@ -323,6 +324,7 @@ class WikiGraph:
             hits = set(map(get, ts))
             if -1 in hits or -2 in hits:
                 reread.append(i)
+                reread_targets.append(ts)
                 if -1 in hits:
                     seen = set(map(low, ts))
                     seen.discard(None)
@@ -369,20 +371,26 @@ class WikiGraph:
         by_text: dict[str, tuple[str | None, list[int]]] = {}
         code = self._codes.get
         ids = self.ids
-        for i in self._reread:
+        for i, targets in zip(self._reread, self._reread_targets, strict=True):
             p = self.pages[i]
             try:
-                links = read_links(self.root, p.id)
+                body, first = read_body(self.root, p.id)
             except OSError:
                 continue  # deleted since the scan: nothing to point at
-            codes = list(map(code, links.targets))
-            if None in codes:  # changed since the scan
-                self._resolve_links(i, links.pairs(), by_text, True)
-                continue
+            codes = list(map(code, targets))
+            # only the links that dangle (-1) or have several candidates (-2), picked in C;
+            # only their lines are found, by their target's text where that is exact
+            ks = list(compress(range(len(codes)), map((0).__gt__, codes)))
+            lines = [link_line(body, first, targets, k) for k in ks]
+            if None in lines:
+                links = scan_link_offsets(body, first)
+                if links.targets != targets:  # changed since the scan
+                    self._resolve_links(i, links.pairs(), by_text, True)
+                    continue
+                lines = list(map(links.line, ks))
             seen: set[str] = set()
-            # only the links that dangle (-1) or have several candidates (-2), picked in C
-            for target, line, c in compress(zip(links.targets, links.lines, codes, strict=True),
-                                             map((0).__gt__, codes)):
+            for k, line in zip(ks, lines, strict=True):
+                target, c = targets[k], codes[k]
                 if c == -1:
                     key = target.lower()
                     if key not in seen:
@@ -393,7 +401,8 @@ class WikiGraph:
                     step, cands = self._lookup(target.lower())
                     j = self._choose(cands, p.folder)
                     self._ambiguities.append(
-                        Ambiguity(p.id, target, line, step or "", ids[j], tuple(ids[c] for c in sorted(cands))))
+                        Ambiguity(p.id, target, line, step or "", ids[j],
+                                  tuple(ids[c] for c in sorted(cands))))
         self.ambiguity_count = count  # counted at the scan; the re-read only adds lines
 
     @property
@@ -447,6 +456,21 @@ class WikiGraph:
         """The nodes (ascending) of every name that several pages share at resolution ``step``
         (one of :data:`STEPS`), in the order the names were first seen."""
         return [v for v in self._keys[step].values() if type(v) is list]
+
+    def names_by_node(self, step: str) -> list[str | None]:
+        """Each node's lowercased name at resolution ``step`` (``"title"`` or ``"stem"``; ``None``
+        for a page without a title), read back from the name index rather than from every
+        page's frontmatter again."""
+        if step not in ("title", "stem"):
+            raise UsageError(f"names_by_node: one name per page only at 'title' or 'stem', not {step!r}")
+        out: list[str | None] = [None] * len(self.ids)
+        for name, v in self._keys[step].items():
+            if type(v) is list:
+                for i in v:
+                    out[i] = name
+            else:
+                out[v] = name  # type: ignore[index]
+        return out
 
     def node_set(self, tier: str | None) -> set[int] | None:
         """Node indices of ``tier`` (``None`` or ``"all"`` = no restriction)."""

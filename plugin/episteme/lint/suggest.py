@@ -16,10 +16,11 @@ results took Python loops.
 from __future__ import annotations
 
 import difflib
-import heapq
 import re
+from collections import defaultdict
 from collections.abc import Iterable
-from itertools import compress
+from itertools import compress, count, repeat
+from operator import add, sub
 from typing import Any
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -41,11 +42,22 @@ def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
     return names
 
 
+def name_index_lower(stems: list[str], titles: list[str | None]) -> dict[str, int]:
+    """:func:`name_index` from names already lowercased: ``stems[i]`` and ``titles[i]``
+    (``None``: no title) of node ``i``, as the graph's name index holds them."""
+    names: dict[str, int] = {}
+    put = names.setdefault
+    for i, (stem, t) in enumerate(zip(stems, titles, strict=True)):
+        put(stem if t is None else t, i)
+        put(stem, i)
+    return names
+
+
 def _char_masks(b: str) -> dict[str, int]:
     """Character -> bit mask of its positions in ``b`` (for :func:`_lcs_length`)."""
     masks: dict[str, int] = {}
     for i, c in enumerate(b):
-        masks[c] = masks.get(c, 0) | (1 << i)
+        masks[c] = masks.get(c, 0) | 1 << i
     return masks
 
 
@@ -56,18 +68,40 @@ def _lcs_length(a: str, masks: dict[str, int], n: int) -> int:
     Why: difflib's matching blocks never cross, so together they are a common subsequence and
     ``ratio() <= 2 * LCS / (len(a) + n)``.  That bound costs a few integer operations per
     character where ``ratio()`` costs a Python search per block, and it is tighter than
-    ``quick_ratio()`` (which ignores order), so most candidates are ruled out without it."""
-    full = (1 << n) - 1
-    v = full
-    for c in a:
-        u = v & masks.get(c, 0)
-        v = ((v + u) | (v - u)) & full
-    return n - v.bit_count()
+    ``quick_ratio()`` (which ignores order), so most candidates are ruled out without it.
+
+    The characters of ``a`` that ``b`` lacks (mask 0) leave the row unchanged, so they are
+    skipped (in C, by ``filter``); and the row is cut to ``n`` bits once at the end: additions
+    carry upwards only, so the bits above ``n`` never change the ones below."""
+    v = full = (1 << n) - 1
+    for m in filter(None, map(masks.get, a)):
+        u = v & m
+        v = (v + u) | (v - u)
+    return n - (v & full).bit_count()
 
 
 def _trigrams(s: str) -> set[str]:
     s = f"  {s} "
     return {s[i : i + 3] for i in range(len(s) - 2)}
+
+
+def _dozen(counts: dict[str, float], n: int) -> list[str]:
+    """The 12 names of ``counts`` with the best scores, ties between equal scores to the name
+    closest in length to ``n``, then to the first in ``counts`` order (what ``nlargest(12)``
+    of ``(score, -|len - n|, -position)`` gives).
+
+    Why this way: only the set matters (the caller orders it by its own bound), the names
+    scoring above the 12th best score are all in it, and only those tied at that score compete
+    for the places left; they are ranked by sorting ``(|len - n|, position, name)`` tuples,
+    made and compared in C, instead of decorating every name in a Python loop."""
+    values = counts.values()
+    floor = sorted(values, reverse=True)[11]
+    above = list(compress(counts, map(floor.__lt__, values)))
+    tied = list(compress(counts, map(floor.__eq__, values)))
+    if len(above) + len(tied) > 12:
+        dist = map(abs, map(sub, map(len, tied), repeat(n)))
+        tied = [t[2] for t in sorted(zip(dist, count(), tied))[: 12 - len(above)]]
+    return above + tied
 
 
 class Suggester:
@@ -93,19 +127,19 @@ class Suggester:
     @property
     def names(self) -> dict[str, int]:
         if self._names is None:
-            from ..wiki.frontmatter import frontmatter_title
-
             g = self._graph
-            self._names = name_index(g.ids, [frontmatter_title(p.props) for p in g.pages])
+            self._names = name_index_lower(g.names_by_node("stem"), g.names_by_node("title"))
         return self._names
 
     def word_index(self) -> dict[str, list[str]]:
         """Word -> the names containing it (made once, on first use)."""
         if self._words is None:
-            words: dict[str, list[str]] = {}
+            words: defaultdict[str, list[str]] = defaultdict(list)
+            findall = _WORD.findall
             for name in self.names:
-                for w in set(_WORD.findall(name)):
-                    words.setdefault(w, []).append(name)
+                for w in set(findall(name)):
+                    words[w].append(name)
+            words.default_factory = None  # reads of a missing word fail as in a plain dict
             self._words = words
         return self._words
 
@@ -134,9 +168,11 @@ class Suggester:
         counts = dict.fromkeys(use[0], 1.0 / len(use[0]))
         get = counts.get
         for names in use[1:]:
-            w = 1.0 / len(names)
-            for name in names:
-                counts[name] = get(name, 0.0) + w
+            # counts[name] = get(name, 0.0) + w for each name, in C: a name is in a posting
+            # once, so reading all the old scores before writing any gives the same sums, and
+            # new names are added in the same order
+            scores = map(add, map(get, names, repeat(0.0)), repeat(1.0 / len(names)))
+            counts.update(zip(names, scores, strict=True))
         return counts
 
     def suggest(self, target: str) -> str | None:
@@ -149,31 +185,27 @@ class Suggester:
         counts = self._count(set(_WORD.findall(key)), self.word_index())
         if not counts:
             counts = self._count(_trigrams(key), self._gram_index())
-        pool: Iterable[str] = counts
-        if len(counts) > 12:
-            # only names scoring at least the 12th best score can be among the 12; the order
-            # of the rest is kept, so ties resolve as over all of them
-            floor = sorted(counts.values(), reverse=True)[11]
-            pool = list(compress(counts, map(floor.__le__, counts.values())))
         n = len(key)
-        r = difflib.SequenceMatcher(None, "", key)  # (b = the target: its index is made once)
+        top: Iterable[str] = counts
+        if len(counts) > 12:
+            top = _dozen(counts, n)
         masks = _char_masks(key)
         bounds = []
-        # the dozen best by score, then by closeness in length, ties to the first in pool order
-        # (what nlargest with a key gives, decorated here without a Python call per name)
-        top = heapq.nlargest(12, [(counts[c], -abs(len(c) - n), -i, c) for i, c in enumerate(pool)])
-        for *_, name in top:
+        for name in top:
             total = len(name) + n
             if 2.0 * min(len(name), n) / total > 0.6:  # (ratio <= these bounds)
                 bounds.append((-(2.0 * _lcs_length(name, masks, n) / total), name))
         # the best ratio above 0.6, ties to the first name in code-point order; each ratio is
         # at most its LCS bound, so candidates go by that bound and stop once it is too low
         best, best_score = None, 0.6
+        r = None
         for neg, name in sorted(bounds):
             if -neg < best_score:
                 break
             if -neg == best_score and (best is None or name > best):
                 continue
+            if r is None:
+                r = difflib.SequenceMatcher(None, "", key)  # (b = the target: indexed once)
             r.set_seq1(name)
             score = r.ratio()
             if score > best_score or (score == best_score and best is not None and name < best):

@@ -10,6 +10,11 @@ Why bytes and three entry points: a scan is the hot path of every graph and lint
 :func:`link_targets` gives the same targets without them (a third of a ``stats`` run went into
 counting lines); only pages with backticks or tildes pay for code handling.
 
+Why one module of ~500 lines: it is the one parser of what a link is (graph, lint, writer,
+answers and the server's page view all call it), and its fast entry points must agree with
+:func:`scan_links` link for link (tests/test_graph_lean.py checks them on random bodies);
+:func:`link_line` locates one link by its target's text where that is exact.
+
 Why ``96 in data`` and ``data.find(b"[[") < 0`` rather than ``b"`" in data``: CPython's
 ``bytes in bytes`` first tries the needle as an integer and formats a ``TypeError`` before it
 searches, which cost more than the search itself (a tenth of a ``stats`` run went there); an
@@ -22,8 +27,8 @@ import re
 from array import array
 from collections import namedtuple
 from collections.abc import Iterable, Iterator, Sequence
-from itertools import compress, repeat
-from operator import contains
+from itertools import accumulate, chain, compress, repeat
+from operator import itemgetter
 
 Link = namedtuple("Link", ["target", "line"])
 Link.__doc__ = """One ``[[target]]`` occurrence in a page body.  ``target`` is already normalized
@@ -184,21 +189,117 @@ def scan_links(body: bytes, first_line: int = 1) -> LinkList:
         return _linklist_from((), array("i"))
     if _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0):
         return _code_links(body, first_line)
-    # no code: the lines with links, each matched as _plain_targets matches a whole body
-    findall = (_LINK_TEXT_NO_EMBED if _BACKSLASH in body else _LINK_HEAD).findall
-    normalized = _NORMALIZED.get
-    targets: list[str] = []
-    lines: list[int] = []
-    parts = body.split(b"\n")
-    for n, text in compress(enumerate(parts, first_line), map(contains, parts, repeat(b"[["))):
-        for raw in findall(text):
-            t = normalized(raw)
+    # no code: the body matched as _plain_targets matches it (a link never spans a line
+    # break); each link's line is the lines counted (bytes.count) from the link before it,
+    # summed (accumulate).  Every step is a C call mapped over the matches: splitting the page
+    # into lines, or a Python loop per link, cost several times more.
+    matches = list((_LINK_TEXT_NO_EMBED if _BACKSLASH in body else _LINK_HEAD).finditer(body))
+    raws = list(map(_group_1, matches))
+    got = list(map(_NORMALIZED.get, raws))
+    if None in got:
+        for k, t in enumerate(got):
             if t is None:
-                t = _normalize_raw(raw)
-            if t:  # "" is a same-page link
-                targets.append(t)
-                lines.append(n)
-    return _linklist_from(tuple(targets), array("i", lines))
+                got[k] = _normalize_raw(raws[k])
+    starts = list(map(_Match_start, matches))
+    gaps = map(body.count, repeat(b"\n"), chain((0,), starts), starts)
+    lines = accumulate(gaps, initial=first_line)
+    next(lines)  # (the initial value itself)
+    # compress(.., got) drops "" (same-page links like [[#heading]])
+    return _linklist_from(tuple(compress(got, got)), array("i", compress(lines, got)))
+
+
+_group_1 = itemgetter(1)
+_Match_start = re.Match.start
+
+
+class LinkOffsets:
+    """A page's link targets (as :func:`scan_links` finds them) with each link's line counted
+    only when asked for (:meth:`line`).  Why: a caller that needs the lines of a few links (the
+    graph's dangling ones) spares counting and storing the lines of all the others."""
+
+    __slots__ = ("targets", "_body", "_starts", "_first", "_lines")
+
+    def __init__(self, targets: tuple[str, ...], body: bytes, starts: list[int] | None,
+                 first_line: int, lines: array | None = None):
+        self.targets = targets
+        self._body, self._starts, self._first, self._lines = body, starts, first_line, lines
+
+    def line(self, k: int) -> int:
+        """The 1-based line of the ``k``-th link (``scan_links(...).lines[k]``)."""
+        if self._lines is not None:
+            return self._lines[k]
+        return self._first + self._body.count(b"\n", 0, self._starts[k])  # type: ignore[index]
+
+    def pairs(self) -> Iterator[tuple[str, int]]:
+        """``(target, line)`` pairs, as :meth:`LinkList.pairs`."""
+        return zip(self.targets, map(self.line, range(len(self.targets))), strict=True)
+
+
+def scan_link_offsets(body: bytes, first_line: int = 1) -> LinkOffsets:
+    """:func:`scan_links` with the lines left to :meth:`LinkOffsets.line` (a body without
+    code: one ``finditer``; a body with code is scanned by :func:`scan_links` itself)."""
+    if body.find(b"[[") < 0:
+        return LinkOffsets((), body, [], first_line)
+    if _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0):
+        ll = _code_links(body, first_line)
+        return LinkOffsets(ll.targets, body, None, first_line, ll.lines)
+    matches = list((_LINK_TEXT_NO_EMBED if _BACKSLASH in body else _LINK_HEAD).finditer(body))
+    got = list(map(_NORMALIZED.get, map(_group_1, matches)))
+    if None in got:
+        for k, t in enumerate(got):
+            if t is None:
+                got[k] = _normalize_raw(matches[k][1])
+    starts = list(compress(map(_Match_start, matches), got))
+    return LinkOffsets(tuple(compress(got, got)), body, starts, first_line)
+
+
+def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) -> int | None:
+    """The line of the ``k``-th link of ``body`` (``targets``: the body's link targets, as
+    :func:`scan_links` finds them), found without parsing every link: ``None`` when this way is
+    not certain to agree with :func:`scan_links` (the body has backslashes, or the target holds
+    a replaced byte), and the caller parses the body instead.
+
+    Why: lint reports a page's dangling links, often one or two of a dozen, and parsing the
+    whole page again for their lines was most of what a lint run did beyond the scan.  How: a
+    target is a piece of its link's text (normalizing only cuts and trims), and a link holds no
+    ``[`` after its ``[[``; so every link to ``targets[k]`` holds the target's bytes and starts
+    at the last ``[[`` before them, where the link pattern must match.  The ``k``-th link is
+    the ``j``-th link to its target, counted along the links that pass."""
+    if _BACKSLASH in body:
+        return None
+    code = _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0)
+    regions = _fenced_regions(body) if code else []
+    target = targets[k]
+    if "\ufffd" in target:  # (invalid UTF-8 in the page: its bytes are not the target's)
+        return None
+    j = targets[: k + 1].count(target)
+    needle = target.encode("utf-8")
+    last = -1
+    pos = body.find(needle)
+    while pos >= 0:
+        q = body.rfind(b"[[", 0, pos)
+        if q > last:
+            last = q
+            m = _LINK_HEAD.match(body, q)
+            if m is not None and not (code and _in_code(body, q, regions)):
+                raw = m[1]
+                t = _NORMALIZED.get(raw)
+                if (_normalize_raw(raw) if t is None else t) == target:
+                    j -= 1
+                    if not j:
+                        return first_line + body.count(b"\n", 0, q)
+        pos = body.find(needle, pos + 1)
+    return None  # (the page changed since its targets were read)
+
+
+def _in_code(body: bytes, s: int, regions: list[tuple[int, int]]) -> bool:
+    """Whether offset ``s`` of ``body`` is in a fenced block (``regions``, see
+    :func:`_fenced_regions`) or in an inline code span of its line (as :func:`_code_links`
+    tests each link)."""
+    if any(a <= s < b for a, b in regions):
+        return True
+    spans = _line_spans(body, body.rfind(b"\n", 0, s) + 1, s)
+    return any(a <= s < b for a, b in spans)
 
 
 def _code_links(body: bytes, first_line: int) -> LinkList:

@@ -109,3 +109,12 @@ def read_links(root: str | os.PathLike, page_id: str) -> LinkList:
     data = strip_bom(read_bytes(os.path.join(os.fspath(root), page_id)))
     offset, line = body_start(data)
     return scan_links(data[offset:], line) if offset else scan_links(data, 1)
+
+
+def read_body(root: str | os.PathLike, page_id: str) -> tuple[bytes, int]:
+    """A page file's body (its bytes after the frontmatter, without BOM) and the 1-based file
+    line it starts on: what :func:`~episteme.wiki.links.scan_link_offsets` or
+    :func:`~episteme.wiki.links.link_line` take, as :func:`read_links` reads them."""
+    data = strip_bom(read_bytes(os.path.join(os.fspath(root), page_id)))
+    offset, line = body_start(data)
+    return (data[offset:], line) if offset else (data, 1)
