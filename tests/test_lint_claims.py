@@ -74,6 +74,8 @@ title: T
 - p. 9, **Table 7**: “Selector Evaluation.”
 - p. 24, Figure 9: The network reaches 28.4 BLEU after 12 epochs.
 - [[papers/x|Global Counts vs Citations (D1,D3)]] (§6.1.1 Global Counts vs Citations (D1,D3); results)
+- [[papers/y|Data processing and analysis]] (Data processing and analysis; results)
+- p. 7, **Table IV**: Table IV
 
 “Our first design goal aimed to direct attention to unexplored papers.” (§4.4 [D2] Familiar Papers; [[d2|(D2) Familiar Papers]])
 The model was trained for 3.5 days (p. 7) on eight GPUs (Table 3; Fig. 2).

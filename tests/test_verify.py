@@ -94,6 +94,19 @@ def test_a_comparison_is_read_where_the_same_names_are_compared():
         assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "comparison"
 
 
+def test_a_denied_comparative_states_the_other_direction():
+    """"does not reduce" contradicts "reduced"; a denial agrees with a denial; "not only
+    improves" still improves."""
+    p = "Dropout reduced overfitting in this model."
+    v = verdict("Dropout does not reduce overfitting in this model.", p)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "comparison"
+    assert '"not reduce"' in v["reason"]["text"]
+    assert verdict("Dropout does not reduce overfitting in this model.",
+                   "Dropout did not reduce overfitting in this model.")["verdict"] == SUPPORTED
+    assert verdict("The method not only improves accuracy but also speed.",
+                   "The method improves accuracy and also speed.")["verdict"] == SUPPORTED
+
+
 def test_only_a_label_word_makes_a_number_a_label():
     """"Table 2", "Fig. 4", "Section 3.2", "Eq. (5)", "§3", "p. 24", "Tables 2 and 3" are
     labels; a number after any other word ("After 24 hours", "Using 8 GPUs") is a value the

@@ -202,7 +202,8 @@ def _locators() -> re.Pattern:
     (the label words are the verifier's: :data:`episteme.query.verify.LABEL_WORD`)."""
     from .verify import LABEL_WORD
 
-    one = rf"(?:{LABEL_WORD})\s?\(?(?:[A-Z]\.?)?\d+(?:\.\d+)*[a-z]?\)?(?:\s?[-\u2013]\s?\d+)?"
+    num = r"(?:(?:[A-Z]\.?)?\d+(?:\.\d+)*[a-z]?|[IVXL]{1,5}\b|[A-Z]\b)"  # 2, 3.1b, A.1, IV, B
+    one = rf"(?:{LABEL_WORD})\s?\(?{num}\)?(?:\s?[-\u2013]\s?\d+)?"
     return re.compile(rf"{one}(?:\s*(?:[,;]|and)\s*{one})*", re.IGNORECASE)
 
 
@@ -304,8 +305,33 @@ def links_only(line: str) -> bool:
     ("Related:", "See also:") — a navigation line, not a claim."""
     if "[[" not in line and "](" not in line:
         return False
-    rest = _drop_locators(_WIKILINK.sub(" ", _MDLINK.sub(" ", _LIST_ITEM.sub("", line))))
-    return len(_words(rest)) <= 2
+    rest = _drop_locators(_WIKILINK.sub("\0", _MDLINK.sub("\0", _LIST_ITEM.sub("", line))))
+    return len(_words(_drop_link_glosses(rest))) <= 2
+
+
+def _drop_link_glosses(text: str) -> str:
+    """``text`` (links replaced by NUL) without the parenthesis right after a link, which
+    glosses the link ("[[x|Results]] (Results; §4)"): part of the navigation."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        out.append(ch)
+        i += 1
+        if ch != "\0":
+            continue
+        j = i
+        while j < len(text) and text[j] in " \t":
+            j += 1
+        if j < len(text) and text[j] == "(":
+            depth, k = 0, j
+            while k < len(text):
+                depth += {"(": 1, ")": -1}.get(text[k], 0)
+                k += 1
+                if depth == 0:
+                    break
+            if depth == 0:
+                i = k
+    return "".join(out).replace("\0", " ")
 
 
 def _line_at(offs: list[tuple[int, int]], pos: int) -> int:
@@ -339,7 +365,9 @@ def section_units(sec: SectionText) -> list[Unit]:
         prose = _drop_locators("".join(rest))
         for c in split_claims(prose, max_claims=10_000)[0]:
             sent = " ".join(_plain(prose[c.start:c.end]).split())
-            sent = re.sub(r"\s+([,.;:])", r"\1", sent).strip(" ,;")
+            # a space left before punctuation goes (not before ".1", a footnote mark after
+            # a dropped "(Figure 4)": "respectively.1" would read as a name)
+            sent = re.sub(r"\s+([,.;:])(?![^\W_])", r"\1", sent).strip(" ,;")
             sent = _drop_locator_lead(sent)
             quoted = re.fullmatch(r"[“\"]([^“”\"]+)[”\"][.]?", sent)
             if quoted:  # all that is left is a short quote ("p. 16, Figure 5: “A neuron”")

@@ -596,11 +596,18 @@ def comparisons(text: str) -> list[Comparison]:
             continue
         if _ADJ_CUE.search(w) and not any(t[0] == "than" for t in toks[i + 1:i + 6]):
             continue
+        # a denied comparative states the other direction ("does not reduce", "no better
+        # than"; not "not only improves")
+        flip = -1 if any((t in ("not", "never", "cannot", "no") or t.endswith("n't"))
+                         and (k + 1 >= len(toks) or toks[k + 1][0] != "only")
+                         for k, (t, _a, _b) in enumerate(toks[max(0, i - 3):i], start=max(0, i - 3))) else 1
+        cue = w if flip > 0 else "not " + w
         if w in _GOOD_CUES:
-            out.append(Comparison(_GOOD_CUES[w], "good", w, i, False))
+            out.append(Comparison(flip * _GOOD_CUES[w], "good", cue, i, False))
         else:
             window = [t[0] for t in toks[max(0, i - 3):i + 4]]
-            out.append(Comparison(_MAG_CUES[w], "mag", w, i, any(x in _BAD_QUANTITIES for x in window)))
+            out.append(Comparison(flip * _MAG_CUES[w], "mag", cue, i,
+                                  any(x in _BAD_QUANTITIES for x in window)))
     return out
 
 
