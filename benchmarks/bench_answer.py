@@ -85,8 +85,8 @@ def miss_causes(engine, items: list[dict]) -> dict[str, int]:
         ex = off.answer(it["question"], retrieved["sections"], covered=True, explain=True)
         ranks = [i for i, c in enumerate(ex.get("candidates") or [])
                  if hit(c["text"], it["gold_quotes"])]
-        with off.tracer._db_lock:
-            sids = [r[0] for r in off.tracer.store.conn.execute(
+        with off.tracer.locked_store() as store:
+            sids = [r[0] for r in store.conn.execute(
                 "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
                 "('references', 'front')", (it["paper"],))]
         quotable = any(is_answer_sentence(s) and hit(s, it["gold_quotes"])
@@ -345,8 +345,8 @@ def growth_latency(wiki: Path) -> dict:
             cpu.append(time.process_time() - c)
         out[name] = {"p50": statistics.median(wall), "cpu_p50": statistics.median(cpu),
                      "p95": sorted(wall)[int(0.95 * (len(wall) - 1))]}
-    with engine.tracer._db_lock:
-        out["papers"] = int(engine.tracer.store.conn.execute(
+    with engine.tracer.locked_store() as store:
+        out["papers"] = int(store.conn.execute(
             "SELECT count(*) FROM papers").fetchone()[0])
     engine.close()
     out["load"] = os.getloadavg()

@@ -150,44 +150,14 @@ def generated_paper(seed: int, *, max_pages: int = 20) -> tuple[pdfgen.Paper, li
 def typeset_with_tables(paper: pdfgen.Paper, tables, layout: pdfgen.Layout) -> bytes:
     """``pdfgen.typeset`` plus tables, placed after the first paragraph of sections 2, 3, 4:
     a caption line, then header and rows with one x position per column."""
-    ts = pdfgen._Typesetter(layout)
-    lay = layout
-    ts.line(paper.title, lay.body_size + 7, bold=True, center=True, full_width=True)
-    ts.y -= 6
-    ts.line(", ".join(paper.authors), lay.body_size + 1, center=True, full_width=True)
-    for aff in paper.affiliations:
-        ts.line(aff, lay.body_size - 1, center=True, full_width=True)
-    ts.y -= 10
-    ts.line("Abstract", lay.body_size + 2, bold=True, center=True, full_width=True)
-    ts.paragraph(paper.abstract, full_width=True, first_indent=0)
-    ts.col_top = ts.y - 6
-    ts.y = ts.col_top
     pending = list(tables)
-    for i, sec in enumerate(paper.sections):
-        ts.heading(sec.number, sec.title, sec.level)
-        for j, p in enumerate(sec.paragraphs):
-            ts.paragraph(p)
-            if j == 0 and i >= 1 and pending:
-                _table(ts, *pending.pop(0))
-    if paper.references:
-        ts.heading("", "References", 1)
-        for k, ref in enumerate(paper.references, start=1):
-            _, base = ts.font()
-            size = lay.body_size - 1
-            for m, ln in enumerate(ts.wrap(f"[{k}] {ref}", size, ts.col_width - 10, base)):
-                ts.line(ln, size, indent=0 if m == 0 else 10)
-            ts.y -= 2
-    streams = []
-    key, _ = ts.font()
-    for n, placed in enumerate(ts.pages):
-        extra = []
-        if lay.running_header and n > 0:
-            extra.append(b"BT /%s 8 Tf 72 %.2f Td " % (key.encode(), pdfgen.PAGE_H - 40)
-                         + pdfgen.pdf_string(lay.running_header) + b" Tj ET")
-        extra.append(b"BT /%s 9 Tf %.2f 40 Td " % (key.encode(), pdfgen.PAGE_W / 2 - 4)
-                     + pdfgen.pdf_string(str(n + 1)) + b" Tj ET")
-        streams.append(b"\n".join(extra + [op for _, _, op in placed]))
-    return pdfgen.write_pdf(streams, info_title=paper.title)
+
+    def place(ts, section: int, paragraph: int) -> None:
+        if paragraph == 0 and section >= 1 and pending:
+            _table(ts, *pending.pop(0))
+
+    pdf, _ = pdfgen.typeset(paper, layout, after_paragraph=place)
+    return pdf
 
 
 def _table(ts, caption: str, header: list[str], rows: list[list[str]]) -> None:

@@ -297,8 +297,12 @@ def to_roman(n: int) -> str:
     return out
 
 
-def typeset(paper: Paper, layout: Layout | None = None) -> tuple[bytes, list]:
-    """Typeset ``paper``; returns (PDF bytes without outline, heading page list)."""
+def typeset(paper: Paper, layout: Layout | None = None, *,
+            after_paragraph=None) -> tuple[bytes, list]:
+    """Typeset ``paper``; returns (PDF bytes without outline, heading page list).
+
+    ``after_paragraph(ts, section_index, paragraph_index)``, when given, is called after each
+    body paragraph with the typesetter, so a caller can place more (a table) in the flow."""
     lay = layout or Layout()
     ts = _Typesetter(lay)
     ts.line(paper.title, lay.body_size + 7, bold=True, center=True, full_width=True)
@@ -312,10 +316,12 @@ def typeset(paper: Paper, layout: Layout | None = None) -> tuple[bytes, list]:
     ts.paragraph(paper.abstract, full_width=True, first_indent=0)
     ts.col_top = ts.y - 6
     ts.y = ts.col_top
-    for sec in paper.sections:
+    for i, sec in enumerate(paper.sections):
         ts.heading(sec.number, sec.title, sec.level)
-        for p in sec.paragraphs:
+        for j, p in enumerate(sec.paragraphs):
             ts.paragraph(p)
+            if after_paragraph is not None:
+                after_paragraph(ts, i, j)
     if paper.references:
         ts.heading("", "References", 1)
         for i, ref in enumerate(paper.references, start=1):

@@ -300,3 +300,96 @@ def test_section_titles_lose_their_numbers():
     assert _bare_title("Results") == "Results"
     assert _bare_title("A satisfactory model") == "A satisfactory model"
     assert _bare_title("3 The S2ORC dataset") == "The S2ORC dataset"
+
+
+def test_centred_cosine_rewards_the_aspect_asked_not_the_shared_topic():
+    """Every candidate is about the question's topic; centred on the candidates' mean vector,
+    a sentence that only restates that topic no longer outranks the one carrying the aspect
+    the question asks about, though its plain cosine is higher."""
+    import numpy as np
+    from episteme.query.answer_offline import _centred_cosines
+
+    def unit(v):
+        v = np.asarray(v, dtype=np.float32)
+        return v / np.linalg.norm(v)
+
+    topic, aspect, other = np.eye(3, dtype=np.float32)
+    question = unit(topic + 0.5 * aspect)
+    restates = Candidate("restates", None, None, "S", None, None, (0, 0, 0))
+    restates.vec = unit(topic + 0.1 * other)
+    answers = Candidate("answers", None, None, "S", None, None, (0, 0, 1))
+    answers.vec = unit(0.6 * topic + aspect)
+    fillers = []
+    for i in range(4):
+        c = Candidate(f"filler {i}", None, None, "S", None, None, (0, 1, i))
+        c.vec = unit(topic + (0.3 if i % 2 else -0.3) * other)
+        fillers.append(c)
+    novec = Candidate("no vector", None, None, "S", None, None, (0, 2, 0))
+    cands = [restates, answers, *fillers, novec]
+    assert float(restates.vec @ question) > float(answers.vec @ question)  # plain cosine
+    _centred_cosines(question, cands)
+    assert answers.parts["ccos"] > restates.parts["ccos"]
+    assert novec.parts["ccos"] == 0.0
+
+
+def test_ranking_reads_the_centred_cosine(engine):
+    """The answerer's scoring fills ``ccos`` for embedded candidates and it weighs in the
+    shipped ranking."""
+    off = OfflineAnswerer(engine.settings, engine.embedder, None)
+    a = Candidate("Training took three and a half days on eight P100 GPUs.", None, None,
+                  "Training", None, None, (0, 0, 0))
+    b = Candidate("The Transformer is a model architecture based on attention alone.", None,
+                  None, "Model", None, None, (0, 1, 0))
+    c = Candidate("Attention layers relate every pair of positions in a sequence.", None, None,
+                  "Model", None, None, (0, 2, 0))
+    off._score("How long did it take to train the Transformer?", [a, b, c], {})
+    assert all("ccos" in x.parts and -1.0 <= x.parts["ccos"] <= 1.0 for x in (a, b, c))
+    assert a.parts["ccos"] > b.parts["ccos"]
+    assert off.weights["ccos"] > 0
+
+
+def test_selection_spreads_over_sections(engine):
+    """A second sentence from the section already quoted pays :data:`SECTION_COST`: a nearly
+    as good sentence from another section goes first (the one restating the question's topic
+    crowds one section; the answer is often further on)."""
+    import episteme.query.answer_offline as ao
+
+    off = OfflineAnswerer(engine.settings, engine.embedder, None)
+
+    def cand(text, score, section_id):
+        return Candidate(text, "p", section_id, section_id, 1, None, (0, 0, 0), score=score)
+
+    best = cand("The first sentence of the crowded section states the topic.", 1.0, "p#1")
+    same = cand("The second sentence of the crowded section restates it again.", 0.93, "p#1")
+    other = cand("A sentence in another section gives the actual figure asked.", 0.91, "p#2")
+    picked = off._select([best, same, other])
+    assert picked[0] is best and picked.index(other) < picked.index(same)
+    saved = ao.SECTION_COST
+    try:
+        ao.SECTION_COST = 0.0
+        picked = off._select([best, same, other])
+        assert picked.index(same) < picked.index(other)
+    finally:
+        ao.SECTION_COST = saved
+
+
+def test_tracer_lends_its_store_under_its_lock(engine):
+    """The public way to query the tracer's shared SQLite connection: the lock is held inside
+    the block (another thread waits) and released after."""
+    import threading
+
+    tracer = engine.tracer
+    entered = threading.Event()
+
+    def other():
+        with tracer.locked_store():
+            entered.set()
+
+    with tracer.locked_store() as store:
+        assert store is tracer.store
+        assert store.conn.execute("SELECT count(*) FROM papers").fetchone()[0] >= 1
+        t = threading.Thread(target=other)
+        t.start()
+        assert not entered.wait(0.2)  # blocked while this block holds the store
+    t.join(5)
+    assert entered.is_set()

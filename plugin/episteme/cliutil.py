@@ -119,14 +119,7 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
         rc = body()
         return 0 if rc is None else rc
     except EpistemeError as e:
-        print(f"error: {sanitize_terminal(e.message)}", file=sys.stderr)
-        try:
-            want_json = json_errors()
-        except Exception:
-            want_json = False
-        if want_json:
-            print_json({"error": e.message, **({"details": e.details} if e.details else {})})
-        return e.exit_code
+        return _report(e.message, json_errors, e.exit_code, details=e.details)
     except BrokenPipeError:  # (an OSError: caught before the clause below re-raises it)
         return 0
     except PermissionError as e:  # a read-only wiki (or store): one line, not a traceback
@@ -146,16 +139,16 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
         return 130
 
 
-def _report(message: str, json_errors: Callable[[], bool], code: int = 1) -> int:
-    """One stderr line (+ ``{"error"}`` on stdout when JSON is wanted); returns ``code``."""
-    message = sanitize_terminal(message)
-    print(f"error: {message}", file=sys.stderr)
+def _report(message: str, json_errors: Callable[[], bool], code: int = 1, *, details: Any = None) -> int:
+    """One stderr line, made safe for a terminal (+ ``{"error", "details"}`` on stdout when
+    JSON is wanted: JSON escapes control characters itself); returns ``code``."""
+    print(f"error: {sanitize_terminal(message)}", file=sys.stderr)
     try:
         want_json = json_errors()
     except Exception:
         want_json = False
     if want_json:
-        print_json({"error": message})
+        print_json({"error": message, **({"details": details} if details else {})})
     return code
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cliutil import ArgumentParser, format_is_json, print_json, run_main, write_text
+from ..cliutil import ArgumentParser, format_is_json, run_main
 from ._stores import add_store_options, settings_from_args
 
 
@@ -39,21 +39,9 @@ def main(argv: list[str] | None = None) -> int:
             result = engine.chat(question, k=args.k, mode=args.mode, top=args.top)
         finally:
             engine.close()
-        import functools
+        from .show import emit_sourced
 
-        from ..pdf.highlight import attach_boxes
-        from ..stores.sqlite import passage_boxes
-
-        attach_boxes(engine.settings.wiki, result,  # every source gains its highlight boxes
-                     stored=functools.partial(passage_boxes, engine.settings))
-        if args.render:
-            from .show import render_sources
-
-            render_sources(engine.settings.wiki, result, args.render)
-        if args.format == "text":
-            write_text(format_chat_text(result))
-        else:
-            print_json(result)
+        emit_sourced(engine.settings, result, fmt=args.format, render=args.render, text=format_chat_text)
         return 0
 
     return run_main(body, json_errors=lambda: format_is_json(argv, default=True))

@@ -98,6 +98,25 @@ def render_sources(wiki: Path, result: dict, out_dir: str | Path, scale: float =
     return written
 
 
+def emit_sourced(settings, result: dict, *, fmt: str, render: str | None, text) -> None:
+    """Print a trace/chat ``result`` the way ``trace`` and ``chat`` both do: every source gains
+    its highlight boxes (stored ones first), ``--render DIR`` writes one image per source, then
+    ``text(result)`` through the terminal sanitiser or the JSON."""
+    import functools
+
+    from ..cliutil import write_text
+    from ..pdf.highlight import attach_boxes
+    from ..stores.sqlite import passage_boxes
+
+    attach_boxes(settings.wiki, result, stored=functools.partial(passage_boxes, settings))
+    if render:
+        render_sources(settings.wiki, result, render)
+    if fmt == "text":
+        write_text(text(result))
+    else:
+        print_json(result)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
 

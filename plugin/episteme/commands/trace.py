@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from ..cliutil import ArgumentParser, format_is_json, print_json, run_main, write_text
+from ..cliutil import ArgumentParser, format_is_json, run_main
 from ._stores import add_store_options, settings_from_args
 
 
@@ -82,21 +82,9 @@ def main(argv: list[str] | None = None) -> int:
                     print(format_usage(result["llm_usage"]), file=sys.stderr)
             elif args.verifier == "claude":
                 raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
-        import functools
+        from .show import emit_sourced
 
-        from ..pdf.highlight import attach_boxes
-        from ..stores.sqlite import passage_boxes
-
-        attach_boxes(tracer.settings.wiki, result,  # every source gains its highlight boxes
-                     stored=functools.partial(passage_boxes, tracer.settings))
-        if args.render:
-            from .show import render_sources
-
-            render_sources(tracer.settings.wiki, result, args.render)
-        if args.format == "text":
-            write_text(format_trace_text(result))
-        else:
-            print_json(result)
+        emit_sourced(tracer.settings, result, fmt=args.format, render=args.render, text=format_trace_text)
         return 0
 
     return run_main(body, json_errors=lambda: format_is_json(argv, default=True))

@@ -24,7 +24,9 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   sentence leaning on the one before, its *context* (the sentence before it: its cosine, and
   the question's terms the two hold together, each weighted by its rarity among the
   candidates, so the paper's ubiquitous subject counts little), its section title's cosine to
-  the question, its length, and the *expected answer type*: a quantity
+  the question, its *centred* cosine (question and sentence taken relative to the candidates'
+  mean vector: the topic every candidate shares drops out, so a sentence that merely restates
+  it no longer looks like the answer), its length, and the *expected answer type*: a quantity
   question ("how many", "how big", "what score") wants a sentence with a number, a definition
   question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
   limitation / comparison question one that states one.  The ranking is a linear model over
@@ -37,8 +39,10 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
   formula debris and reference-list text are never candidates.
 * **Selection**: the best sentence leads; then maximal marginal relevance, with a small cost
-  per word (more, shorter sentences within the word budget) and a gain for the question terms
-  a sentence adds to those already covered (both parts of a two-part question answered).
+  per word (more, shorter sentences within the word budget), a cost per sentence already taken
+  from the same paper section (the topic-restating sentences crowd one section) and a gain for
+  the question terms a sentence adds to those already covered (both parts of a two-part
+  question answered).
 * **Readable order**: the chosen sentences are put back in the order of the paper (papers in
   the order their wiki sections ranked), so the answer reads like an excerpt, not a shuffle.
 * **Checked by the tracer**: the chosen sentences are traced to the papers; one the trace does
@@ -70,11 +74,16 @@ MAX_ANSWER_WORDS = 120
 REDUNDANCY = 0.3  # x the cosine to the most similar sentence already chosen (MMR)
 #: per word of a sentence, taken off its selection gain: within the same word budget, more and
 #: shorter sentences cover more of what the question may be asking (chosen by the 5-fold CV of
-#: benchmarks/bench_answer.py on dev_trace; RESULTS-answer.md)
-LENGTH_COST = 0.005
+#: benchmarks/bench_answer.py on dev_trace, 0.005 -> 0.01 with SECTION_COST; RESULTS-answer.md)
+LENGTH_COST = 0.01
 #: x the share of the question's (locally weighted) terms a sentence adds to those the chosen
 #: ones already hold: a two-part question ("what X, and how long Y?") gets both parts answered
 COVERAGE = 0.2
+#: x the number of chosen sentences already from the same paper section: the sentences that
+#: restate the question's topic crowd one section (its opening, its definitions); the one that
+#: answers is often a section further on (chosen by the same 5-fold CV: 0 -> 0.05)
+SECTION_COST = 0.05
+POOL = 4 * MAX_SENTENCES  # the best candidates (within MARGIN) the selection chooses among
 TOP_PASSAGES = 20  # passages of the question's pool whose sentences become candidates
 EMBED_TOP = 28  # sentences embedded per question, the best by the cheap pre-score (bounded work)
 MARGIN = 0.35  # keep sentences within this of the best one's score
@@ -115,12 +124,12 @@ TITLE_MIN_COS = 0.3
 #: current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
-            "tcos")
+            "tcos", "ccos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.325, "pcos": 0.308, "lex": 0.175, "passage": 0.024, "type": 0.05, "cue": 0.201,
-    "pointed": 0.243, "rank": -0.083, "summary": -0.042, "quoted": 0.077, "first": -0.026,
-    "anaphor": 0.025, "title": 0.737, "words": 0.006, "dense": 0.11, "ctx": 0.349,
-    "pcos_prev": 0.243, "tcos": 0.366,
+    "cos": 0.154, "pcos": 0.223, "lex": 0.068, "passage": 0.015, "type": 0.039, "cue": 0.161,
+    "pointed": 0.213, "rank": -0.071, "summary": -0.036, "quoted": 0.066, "first": -0.029,
+    "anaphor": 0.024, "title": 0.649, "words": 0.011, "dense": 0.088, "ctx": 0.278,
+    "pcos_prev": 0.207, "tcos": 0.319, "ccos": 0.322,
 }
 
 NO_ANSWER = "The wiki does not cover this question."
@@ -290,8 +299,7 @@ class OfflineAnswerer:
         """``section_id -> (text, ord, title, kind, page_start, page_end)`` (cached)."""
         todo = [s for s in dict.fromkeys(section_ids) if s not in self._section_text]
         if todo:
-            store = self.tracer.store
-            with self.tracer._db_lock:
+            with self.tracer.locked_store() as store:
                 rows = store.conn.execute(
                     "SELECT section_id, section_text, ord, section_title, kind, page_start, page_end "
                     f"FROM sections WHERE section_id IN ({','.join('?' * len(todo))})", todo).fetchall()
@@ -306,8 +314,8 @@ class OfflineAnswerer:
         """``(passage id, section id, char_start, char_end, page)`` of the given sections."""
         if not section_ids:
             return []
-        with self.tracer._db_lock:
-            return self.tracer.store.conn.execute(
+        with self.tracer.locked_store() as store:
+            return store.conn.execute(
                 "SELECT id, section_id, char_start, char_end, page FROM passages WHERE section_id IN "
                 f"({','.join('?' * len(section_ids))}) ORDER BY section_id, ord", list(section_ids)
             ).fetchall()
@@ -330,8 +338,8 @@ class OfflineAnswerer:
                    re.finditer(r"“([^”]{40,})”", wiki_section.get("text", ""))]
         found: set[str] = set()
         if quotes and papers:
-            with self.tracer._db_lock:
-                rows = self.tracer.store.conn.execute(
+            with self.tracer.locked_store() as store:
+                rows = store.conn.execute(
                     "SELECT section_id, paper_id FROM sections WHERE paper_id IN "
                     f"({','.join('?' * len(papers))}) AND kind != 'references'", list(papers)).fetchall()
             texts = self._sections([r[0] for r in rows])
@@ -564,8 +572,8 @@ class OfflineAnswerer:
 
     def _has_sentence_table(self) -> bool:
         if self._sent_table is None:
-            with self.tracer._db_lock:
-                self._sent_table = self.tracer.store.has_table("sentence_vectors")
+            with self.tracer.locked_store() as store:
+                self._sent_table = store.has_table("sentence_vectors")
         return self._sent_table
 
     def _stored_vectors(self, section_ids: Sequence[str]) -> dict[str, dict[int, object]]:
@@ -576,8 +584,8 @@ class OfflineAnswerer:
         todo = [s for s in dict.fromkeys(section_ids) if s not in self._sent_vecs]
         if todo:
             emb = self.embedder
-            with self.tracer._db_lock:
-                got = self.tracer.store.sentence_vectors(todo, emb.name, emb.dim)
+            with self.tracer.locked_store() as store:
+                got = store.sentence_vectors(todo, emb.name, emb.dim)
             with self._lock:
                 if len(self._sent_vecs) > 20_000:
                     self._sent_vecs.clear()
@@ -593,8 +601,8 @@ class OfflineAnswerer:
         once: a warm engine keeps their vectors)."""
         if self.tracer is None or not papers or TITLE_SECTIONS <= 0:
             return set()
-        with self.tracer._db_lock:
-            rows = self.tracer.store.conn.execute(
+        with self.tracer.locked_store() as store:
+            rows = store.conn.execute(
                 "SELECT section_id, section_title FROM sections WHERE paper_id IN "
                 f"({','.join('?' * len(papers))}) AND kind NOT IN ('references', 'front', "
                 "'table', 'figure', 'footnote') AND length(section_text) > 0",
@@ -621,11 +629,11 @@ class OfflineAnswerer:
         for pid in papers:
             hit = self._paper_sents.get(pid)
             if hit is None:
-                with self.tracer._db_lock:
-                    sids = [r[0] for r in self.tracer.store.conn.execute(
+                with self.tracer.locked_store() as store:
+                    sids = [r[0] for r in store.conn.execute(
                         "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
                         "('references', 'front') ORDER BY ord", (pid,))]
-                    got = self.tracer.store.sentence_vectors(sids, emb.name, emb.dim)
+                    got = store.sentence_vectors(sids, emb.name, emb.dim)
                 pk = [(sid, int(a)) for sid in sids if sid in got for a, _b in got[sid][0]]
                 mat = (np.vstack([got[sid][1] for sid in sids if sid in got]) if pk
                        else np.zeros((0, emb.dim), np.float32))
@@ -739,6 +747,7 @@ class OfflineAnswerer:
         tvec = dict(zip(titles, self._encode(titles) @ qvec, strict=True)) if titles else {}
         for c in cands:
             c.parts["tcos"] = float(tvec.get(_bare_title(c.section), 0.0)) if c.section else 0.0
+        _centred_cosines(qvec, cands)
         w = self.weights
         for c in cands:
             c.score = sum(w.get(k, 0.0) * v for k, v in c.parts.items()) + w.get("bias", 0.0)
@@ -776,10 +785,11 @@ class OfflineAnswerer:
     def _select(self, cands: list[Candidate]) -> list[Candidate]:
         """Greedy, maximal marginal relevance: the best-scored sentence first, then each step
         takes the candidate with the best score minus :data:`REDUNDANCY` x its cosine to the
-        closest sentence already chosen minus :data:`LENGTH_COST` per word, within
+        closest sentence already chosen minus :data:`LENGTH_COST` per word minus
+        :data:`SECTION_COST` per chosen sentence of its paper section, within
         :data:`MARGIN` of the best score, no near-duplicates, bounded length."""
         best = cands[0].score
-        pool = [c for c in cands if c.score >= best - MARGIN][:4 * MAX_SENTENCES]
+        pool = [c for c in cands if c.score >= best - MARGIN][:POOL]
         vecs = {c.text: c.vec for c in pool}
         picked: list[Candidate] = []
         covered: set[str] = set()
@@ -790,8 +800,9 @@ class OfflineAnswerer:
                 red = max((float(v @ vecs[p.text]) for p in picked
                            if v is not None and vecs.get(p.text) is not None), default=0.0)
                 new = sum(w for t, w in c.qterms.items() if t not in covered)
+                same = sum(p.section_id == c.section_id for p in picked if c.section_id)
                 return (c.score - REDUNDANCY * red - LENGTH_COST * len(c.text.split())
-                        + self.coverage * new)
+                        + self.coverage * new - SECTION_COST * same)
             # the best sentence always leads; then relevance, novelty and brevity trade off
             c = max(pool, key=gain) if picked else max(pool, key=lambda c: c.score)
             pool.remove(c)
@@ -891,6 +902,29 @@ class OfflineAnswerer:
         return ok, (traced if len(ok) == len(picked) else None)
 
 
+def _centred_cosines(qvec, cands: Sequence[Candidate]) -> None:
+    """``parts["ccos"]``: each candidate's cosine to the question after both are centred on the
+    mean of the candidates' vectors.  Every candidate is about the question's topic (that is
+    how it was found), so the plain cosine mostly measures how well a sentence restates that
+    topic; with the shared direction taken out, what is left is the part of the question that
+    tells its sentences apart (the aspect asked about).  A candidate without a vector gets 0."""
+    import numpy as np
+
+    have = [c for c in cands if c.vec is not None]
+    for c in cands:
+        c.parts["ccos"] = 0.0
+    if len(have) < 3:
+        return
+    m = np.vstack([np.asarray(c.vec, dtype=np.float32) for c in have])
+    centre = m.mean(axis=0)
+    q = np.asarray(qvec, dtype=np.float32) - centre
+    m = m - centre
+    norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
+    sims = (m @ q) / np.where(norms > 0, norms, 1.0)
+    for c, v in zip(have, sims, strict=True):
+        c.parts["ccos"] = float(v)
+
+
 def _bare_title(title: str) -> str:
     """A section title without its number ("4.2 Results", "IV.B Cost", "A.1 Setup" -> the
     words; "A satisfactory model" keeps its article)."""
@@ -920,6 +954,7 @@ def _sentence_spans(text: str) -> list[tuple[int, int]]:
 
 def _explain(c: Candidate) -> dict:
     return {"text": c.text, "score": round(c.score, 4), "evidence": round(c.evidence, 4),
-            "paper": c.paper, "section": c.section,
+            "paper": c.paper, "section": c.section, "section_id": c.section_id,
+            "start": c.order[2] if c.section_id else None,
             "wiki_section": c.wiki_section, "pointed": c.pointed,
             **{k: round(v, 4) for k, v in c.parts.items()}}

@@ -32,6 +32,7 @@ comparison itself is apart (:mod:`episteme.query.verify`).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import re
@@ -425,6 +426,14 @@ class Tracer:
                 f"no passages in {self.settings.sqlite_path}: ingest papers first "
                 "(`episteme ingest PAPER.pdf`)"
             )
+
+    @contextlib.contextmanager
+    def locked_store(self):
+        """The paper store with the tracer's lock held: its one SQLite connection is shared by
+        the threads of a server, so a reader outside the tracer (the offline answerer, a
+        benchmark) queries it as ``with tracer.locked_store() as store: store.conn.execute(...)``."""
+        with self._db_lock:
+            yield self.store
 
     @property
     def papers(self) -> set[str]:
