@@ -36,6 +36,23 @@ def test_numbers_read_in_their_formats():
     assert values("5e-5")[0] == {5e-05}
 
 
+def test_a_value_counts_only_in_a_passage_about_the_claim():
+    """The claim's "5" in a passage sharing none of its words is a coincidence of digits: the
+    on-topic passage giving the quantity another value decides (a number mismatch), and the
+    off-topic one is not cited as the evidence."""
+    claim = "In the experiments, the discriminator was updated k = 5 times per generator update."
+    on_topic = {"text": "The discriminator is updated k times per generator update. We used k = 1 "
+                        "in our experiments, the cheapest setting.", "score": 0.7, "paper": "a"}
+    off_topic = {"text": "The model set includes 7 residual networks and 5 hybrids, pre-trained "
+                         "for 14 epochs on the image corpus.", "score": 0.5, "paper": "b"}
+    v = Verifier().verify(claim, [on_topic, off_topic])
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "number_mismatch"
+    assert v["evidence"] == 0 and "1" in v["reason"]["text"]
+    # the same value in the on-topic passage is still found there
+    agree = {**on_topic, "text": on_topic["text"].replace("k = 1", "k = 5")}
+    assert Verifier().verify(claim, [agree, off_topic])["verdict"] == SUPPORTED
+
+
 def test_names_by_form():
     got = [e.text for e in entities_in("The base Transformer reaches 27.3 BLEU on the English-to-German "
                                        "test with ViT-L/16 and P4, but not on MNIST.")]

@@ -67,6 +67,9 @@ TOPIC_COVER = 0.4
 #: The claim's non-numeric content words a passage must share before a missing number counts
 #: as *contradicted* rather than *unsupported*.
 NUMBER_TOPIC_COVER = 0.45
+#: the least share of a claim's words (numbers aside) a passage must have for its numbers to
+#: count as the claim's values (half of :data:`TOPIC_COVER`: a table row shares few words)
+NUMBER_TOPIC_FLOOR = 0.2
 
 _ONE = str.maketrans({"’": "'", "‘": "'", "−": "-", "–": "-", "—": "-", "“": '"', "”": '"',
                       "\u00a0": " ", "\u2009": " ", "\u202f": " "})
@@ -838,7 +841,13 @@ class Verifier:
             ev.nums = numbers_in(ev.text, evidence=True)
             ev.ents = entities_in(ev.text)
         # which claim numbers / names each passage states
-        found_n = [[any(number_matches(n, en) for en in ev.nums) for n in cnums] for ev in cands]
+        # a value counts only where the passage is about the claim at all: a "5" in a passage
+        # sharing almost none of the claim's words ("5 hybrids" in another paper, for "k = 5
+        # steps") is a coincidence of digits, and must not outrank the on-topic passage that
+        # gives the claim's quantity another value (a table's chunk is read with its caption)
+        topic_of = [self._topic_cover(claim, f"{ev.head}\n{ev.text}") for ev in cands]
+        found_n = [[t >= NUMBER_TOPIC_FLOOR and any(number_matches(n, en) for en in ev.nums)
+                    for n in cnums] for ev, t in zip(cands, topic_of, strict=True)]
         found_e = [[self._has_entity(ev, e) for e in cents] for ev in cands]
         cover = [len(cterms & _stems(ev.text)) / (len(cterms) or 1) for ev in cands]
 
