@@ -51,6 +51,12 @@ def test_a_value_counts_only_in_a_passage_about_the_claim():
     # the same value in the on-topic passage is still found there
     agree = {**on_topic, "text": on_topic["text"].replace("k = 1", "k = 5")}
     assert Verifier().verify(claim, [agree, off_topic])["verdict"] == SUPPORTED
+    # a claim of numbers alone, or whose words are names with digits, has no words to judge
+    # a passage's topic by: its values are still found in its own passage
+    row = "Examples 392k 363k 108k 67k 8.5k 5.7k\nCIFAR100 10 000 {0.001, 0.003, 0.01}"
+    for sent in ("392k 363k 108k 67k 8.5k 5.7k", "CIFAR100 10 000 {0.001, 0.003, 0.01}"):
+        got = Verifier(verbatim=False).verify(sent, [{"text": row, "score": 1.0}])
+        assert got["verdict"] == SUPPORTED, (sent, got["reason"])
 
 
 def test_names_by_form():

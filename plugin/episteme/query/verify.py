@@ -844,8 +844,12 @@ class Verifier:
         # a value counts only where the passage is about the claim at all: a "5" in a passage
         # sharing almost none of the claim's words ("5 hybrids" in another paper, for "k = 5
         # steps") is a coincidence of digits, and must not outrank the on-topic passage that
-        # gives the claim's quantity another value (a table's chunk is read with its caption)
-        topic_of = [self._topic_cover(claim, f"{ev.head}\n{ev.text}") for ev in cands]
+        # gives the claim's quantity another value (a table's chunk is read with its caption;
+        # the share is of the claim's words without digits, "CIFAR100" is a name, and a claim
+        # of numbers alone has nothing to judge by)
+        words_of = {t for t in cterms if not any(c.isdigit() for c in t)}
+        topic_of = [len(words_of & _stems(f"{ev.head}\n{ev.text}")) / len(words_of) if words_of
+                    else 1.0 for ev in cands]
         found_n = [[t >= NUMBER_TOPIC_FLOOR and any(number_matches(n, en) for en in ev.nums)
                     for n in cnums] for ev, t in zip(cands, topic_of, strict=True)]
         found_e = [[self._has_entity(ev, e) for e in cents] for ev in cands]
