@@ -63,6 +63,64 @@ def test_units_are_sentences_with_lines_and_skip_non_claims():
         assert absent not in texts
 
 
+LOCATED_PAGE = """---
+title: T
+---
+<!-- section {"id": "sec_901", "description": "d", "sources": ["a.pdf"]} -->
+## Tables and figures
+
+- p. 12, **Table 13**: “Localization error (%) on the validation set. In the column of “LOC error on GT class” ([41]), the ground truth class is used.”
+- p. 16, **Figure 5**: “An artificial neuron”
+- p. 9, **Table 7**: “Selector Evaluation.”
+- p. 24, Figure 9: The network reaches 28.4 BLEU after 12 epochs.
+- [[papers/x|Global Counts vs Citations (D1,D3)]] (§6.1.1 Global Counts vs Citations (D1,D3); results)
+- [[papers/y|Data processing and analysis]] (Data processing and analysis; results)
+- p. 7, **Table IV**: Table IV
+
+“Our first design goal aimed to direct attention to unexplored papers.” (§4.4 [D2] Familiar Papers; [[d2|(D2) Familiar Papers]])
+The model was trained for 3.5 days (p. 7) on eight GPUs (Table 3; Fig. 2).
+"""
+
+
+def test_locators_are_citations_not_claims():
+    """A locator ("p. 24, Figure 9:", "(p. 7)", "(§6.1.1 X (D1,D3); [[x|(D2) X]])") says where a
+    sentence comes from: it is no claim and no number of one.  A caption quote that quotes a
+    column name inside is one quote; a quote left alone after its locator is a quote."""
+    units = section_units(page_sections(LOCATED_PAGE)[0])
+    got = [(u.text, u.quote) for u in units]
+    assert got == [
+        ("Localization error (%) on the validation set. In the column of “LOC error on GT class” "
+         "([41]), the ground truth class is used.", True),
+        ("An artificial neuron", True),
+        ("The network reaches 28.4 BLEU after 12 epochs.", False),
+        ("Our first design goal aimed to direct attention to unexplored papers.", True),
+        ("The model was trained for 3.5 days on eight GPUs.", False),
+    ]
+
+
+def test_near_copy_check_ignores_line_break_hyphens_and_locators():
+    """A copy of a paper's sentence that differs only where the PDF hyphenated a word across a
+    line ("Trans- former", "BERT- LARGE"), or by a locating parenthesis ("(Figure 4)"), is no
+    altered copy; a changed name or negation still is."""
+    from episteme.query.claims import altered_copy
+
+    tail = " learns a good representation of long sentences on all of the six tasks."
+    cases = [  # (passage sentence, a faithful copy, an altered copy, what the altered one says)
+        ("We show that the Trans- former" + tail, "We show that the Transformer" + tail,
+         "We show that the Transformer never" + tail, "never"),
+        ("We show that the Transformer" + tail, "We show that the Trans- former" + tail,
+         "We show that the Trans- former never" + tail, "never"),
+        ("We show that BERT- LARGE" + tail, "We show that BERTLARGE" + tail,
+         "We show that BERTBASE" + tail, "BERTBASE"),
+        ("We show that the model (Figure 4)" + tail, "We show that the model" + tail,
+         "We show that the Transformer model (Figure 4)" + tail, "Transformer"),
+    ]
+    for passage, same, changed, said in cases:
+        assert altered_copy(same, [{"text": passage}]) is None, same
+        got = altered_copy(changed, [{"text": passage}])
+        assert got is not None and got[2] == said, (changed, got)
+
+
 @pytest.fixture
 def written_wiki(written_template: Path, tmp_path: Path) -> Path:  # noqa: F811
     """A private copy of the written Attention + GAN wiki."""
@@ -128,6 +186,34 @@ def test_written_wiki_is_clean_then_corruptions_are_found_at_their_lines(written
     assert found[0].file in (f1, "papers/attention-is-all-you-need-machine-translation.md")
     # only the two edited sections were verified again
     assert report.extra["claims"].sections_checked == 2 or f1 == "papers/attention-is-all-you-need-machine-translation.md"
+
+
+def test_locators_and_line_break_hyphens_raise_no_finding(written_wiki: Path):
+    """lint --claims on sentences of the paper behind a locator ("p. 2, Figure 1:"), or copied
+    with a word hyphenated across a line ("Trans- former", "repre- sentations"): no finding;
+    a near copy that changes a name is still found."""
+    p = written_wiki / "papers/attention-is-all-you-need-machine-translation.md"
+    lines = [
+        "- p. 2, **Figure 1**: Even our base model surpasses all previously published models and "
+        "ensembles, at a fraction of the training cost of any of the competitive models.",
+        "",
+        "The Trans- former follows this overall architecture using stacked self-attention and "
+        "point-wise, fully connected layers for both the encoder and decoder, shown in the left "
+        "and right halves of Figure 1, respectively.",
+        "",
+        "Here, the encoder maps an input sequence of symbol repre- sentations (x1, ..., xn) to a "
+        "sequence of continuous representations z = (z1, ..., zn).",
+        "",
+        "The Transformer follows this overall architecture using stacked self-attention and "
+        "point-wise, fully connected layers for both the encoder and decoder, shown in the left "
+        "and right halves of Figure 2, respectively.",
+    ]
+    p.write_text(p.read_text(encoding="utf-8").rstrip("\n") + "\n\n" + "\n".join(lines) + "\n",
+                 encoding="utf-8")
+    report = claims_lint(written_wiki)
+    found = [f for f in report.findings if f.rule.startswith("claim-")]
+    assert [f.data["claim"] for f in found] == [lines[-1]], [f.message for f in found]
+    assert found[0].rule == "claim-contradicted"
 
 
 def test_cli_exit_github_annotations_and_table(written_wiki: Path):

@@ -36,6 +36,29 @@ def test_numbers_read_in_their_formats():
     assert values("5e-5")[0] == {5e-05}
 
 
+def test_a_value_counts_only_in_a_passage_about_the_claim():
+    """The claim's "5" in a passage sharing none of its words is a coincidence of digits: the
+    on-topic passage giving the quantity another value decides (a number mismatch), and the
+    off-topic one is not cited as the evidence."""
+    claim = "In the experiments, the discriminator was updated k = 5 times per generator update."
+    on_topic = {"text": "The discriminator is updated k times per generator update. We used k = 1 "
+                        "in our experiments, the cheapest setting.", "score": 0.7, "paper": "a"}
+    off_topic = {"text": "The model set includes 7 residual networks and 5 hybrids, pre-trained "
+                         "for 14 epochs on the image corpus.", "score": 0.5, "paper": "b"}
+    v = Verifier().verify(claim, [on_topic, off_topic])
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "number_mismatch"
+    assert v["evidence"] == 0 and "1" in v["reason"]["text"]
+    # the same value in the on-topic passage is still found there
+    agree = {**on_topic, "text": on_topic["text"].replace("k = 1", "k = 5")}
+    assert Verifier().verify(claim, [agree, off_topic])["verdict"] == SUPPORTED
+    # a claim of numbers alone, or whose words are names with digits, has no words to judge
+    # a passage's topic by: its values are still found in its own passage
+    row = "Examples 392k 363k 108k 67k 8.5k 5.7k\nCIFAR100 10 000 {0.001, 0.003, 0.01}"
+    for sent in ("392k 363k 108k 67k 8.5k 5.7k", "CIFAR100 10 000 {0.001, 0.003, 0.01}"):
+        got = Verifier(verbatim=False).verify(sent, [{"text": row, "score": 1.0}])
+        assert got["verdict"] == SUPPORTED, (sent, got["reason"])
+
+
 def test_names_by_form():
     got = [e.text for e in entities_in("The base Transformer reaches 27.3 BLEU on the English-to-German "
                                        "test with ViT-L/16 and P4, but not on MNIST.")]
@@ -48,6 +71,78 @@ def test_names_by_form():
 
 def verdict(claim: str, *texts: str, **kw) -> dict:
     return Verifier(**kw).verify(claim, [{"text": t, "score": 1.0} for t in texts])
+
+
+def test_a_word_meets_its_inflections():
+    """The stemmer both sides share: a base form and its inflections are one term (e-final
+    verbs, -y/-ies/-ied, doubled consonants, -ate/-ation), and unrelated words stay apart."""
+    from episteme.query.trace import stem
+
+    for forms in (("reduce", "reduced", "reduces", "reducing"), ("scale", "scaled", "scales", "scaling"),
+                  ("use", "used", "uses", "using"), ("study", "studied", "studies", "studying"),
+                  ("apply", "applied", "applies", "applying"), ("stop", "stopped", "stopping", "stops"),
+                  ("embed", "embedded", "embedding", "embeddings"), ("model", "modelled", "models"),
+                  ("generate", "generated", "generation", "generates"), ("table", "tables"),
+                  ("represent", "represented", "representation"), ("bias", "biases", "biased"),
+                  ("need", "needed", "needs"), ("improve", "improved", "improvement"),
+                  ("heavy", "heavily"), ("probable", "probably")):
+        assert len({stem(w) for w in forms}) == 1, [(w, stem(w)) for w in forms]
+    for a, b in (("thing", "the"), ("string", "str"), ("supply", "sup"), ("corpus", "corpu"),
+                 ("comment", "come"), ("format", "form")):
+        assert stem(a) != stem(b)
+    assert stem("GPUs") == stem("gpu") and stem("T5") == "t5"
+
+
+def test_a_denial_meets_the_inflected_statement_it_denies():
+    """A negated claim is contradicted by the passage that states it in another inflection
+    ("did not study" / "studied", "does not apply" / "applies")."""
+    v = verdict("The authors did not study the effect of the window size.",
+                "We studied the effect of the window size on the results.")
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "negation"
+    v = verdict("The encoder does not apply dropout to the embeddings.",
+                "The encoder applies dropout to the embeddings.")
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "negation"
+
+
+def test_a_comparison_is_read_where_the_same_names_are_compared():
+    """Of two comparing sentences, the one comparing the claim's named things decides: the
+    words of a name are read as written ("Net-Base" is not "NetX-based baselines", though the
+    stemmer reads "base" and "based" alike)."""
+    right = "On the small dataset, Net-Large models underperform Net-Base models after training."
+    other = "Our pre-trained models on the large dataset outperform NetX-based baselines everywhere."
+    for order in ((other, right), (right, other)):
+        assert verdict("On the small dataset, Net-Large models do worse than Net-Base models.",
+                       *order)["verdict"] == SUPPORTED
+        v = verdict("On the small dataset, Net-Large models do better than Net-Base models.", *order)
+        assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "comparison"
+
+
+def test_a_denied_comparative_states_the_other_direction():
+    """"does not reduce" contradicts "reduced"; a denial agrees with a denial; "not only
+    improves" still improves."""
+    p = "Dropout reduced overfitting in this model."
+    v = verdict("Dropout does not reduce overfitting in this model.", p)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "comparison"
+    assert '"not reduce"' in v["reason"]["text"]
+    assert verdict("Dropout does not reduce overfitting in this model.",
+                   "Dropout did not reduce overfitting in this model.")["verdict"] == SUPPORTED
+    assert verdict("The method not only improves accuracy but also speed.",
+                   "The method improves accuracy and also speed.")["verdict"] == SUPPORTED
+
+
+def test_only_a_label_word_makes_a_number_a_label():
+    """"Table 2", "Fig. 4", "Section 3.2", "Eq. (5)", "§3", "p. 24", "Tables 2 and 3" are
+    labels; a number after any other word ("After 24 hours", "Using 8 GPUs") is a value the
+    verifier checks."""
+    assert values("see Table 2, Fig. 4, Section 3.2, Eq. (5), §3, p. 24 and Tables 6 and 7") == []
+    assert [min(v) for v in values("After 24 hours. Using 8 GPUs. During 10 runs.")] == [24, 8, 10]
+    v = verdict("After 24 epochs the training loss stops improving.",
+                "After 12 epochs the training loss stops improving.")
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "number_mismatch"
+    v = verdict("Using 8 GPUs the model trains in 3.5 days.", "Using 4 GPUs the model trains in 3.5 days.")
+    assert v["verdict"] == CONTRADICTED and "8" in v["reason"]["text"]
+    assert verdict("As Table 3 shows, the model trains in 3.5 days.",
+                   "The model trains in 3.5 days (Table 5).")["verdict"] == SUPPORTED
 
 
 def test_number_contradicted_with_the_passage_value():

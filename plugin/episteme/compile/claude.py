@@ -52,6 +52,14 @@ FULL_BODIES = 3  # of those, how many are shown in full (the others by descripti
 MAX_SECTION_CHARS = 24_000  # longer paper sections are cut (the model sees the start)
 MAX_RELATED_BODY_CHARS = 6_000
 
+
+def _page_type_schema(types: list[str]) -> dict[str, Any]:
+    """The tool's ``page_type`` property for these types: their enum and their one-line
+    meanings (:data:`PAGE_TYPE_HELP`), the one place both are written."""
+    return {"type": "string", "enum": list(types), "description": "for a new page, what it is about: "
+            + "; ".join(f"{t}: {PAGE_TYPE_HELP[t]}" for t in types)}
+
+
 TOOL: dict[str, Any] = {
     "name": "write_wiki_section",
     "description": (
@@ -76,9 +84,7 @@ TOOL: dict[str, Any] = {
                      "description": "markdown body (no heading, no frontmatter); link related pages "
                                     "with [[page-slug]] or [[page-slug|label]]; for update the full new "
                                     "body, keeping what the old one said that is still true"},
-            "page_type": {"type": "string", "enum": list(PAGE_TYPE_HELP),  # per wiki: tool_for
-                          "description": "for a new page, what it is about: " + "; ".join(
-                              f"{k}: {v}" for k, v in PAGE_TYPE_HELP.items())},
+            "page_type": _page_type_schema(list(PAGE_TYPE_HELP)),  # per wiki: tool_for
             "tags": {"type": "array", "items": {"type": "string"}, "maxItems": 8,
                      "description": "2-4 topic tags, lowercase-hyphenated (machine-translation); "
                                     "nested with a slash (nlp/attention)"},
@@ -135,7 +141,7 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
     Raises :class:`episteme.llm.client.LLMError` (nothing written) when the API or the model fails."""
     from ..llm.client import UNTRUSTED_NOTICE, LLMClient
     from ..wiki.edit import raw_sources
-    from .extractive import _allowed_types, _field_defined, paper_page_for, short_title
+    from .extractive import allowed_types, field_defined, paper_page_for, short_title
 
     info = load_paper(settings, paper_id)
     wiki = settings.wiki
@@ -147,9 +153,9 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
     client = client or LLMClient(settings)
     paper_page = paper_page_for(wiki, info)
     system = SYSTEM.format(notice=UNTRUSTED_NOTICE)
-    allowed = _allowed_types(wiki)
+    allowed = allowed_types(wiki)
     tool = tool_for(allowed)
-    child_of = paper_page if _field_defined(wiki, "paper") else None  # ``paper:`` of result/setup pages
+    child_of = paper_page if field_defined(wiki, "paper") else None  # ``paper:`` of result/setup pages
     planned: dict[str, str] = {}
     bodies: dict[str, str] = {}  # section id -> body as planned by an earlier update
     updates: dict[str, Decision] = {}
@@ -220,22 +226,20 @@ def tool_for(allowed: set[str]) -> dict[str, Any]:
     types = [t for t in PAGE_TYPE_HELP if t in allowed] or ["concept"]
     if "concept" not in types:
         types.insert(0, "concept")
-    props = dict(TOOL["input_schema"]["properties"])
-    props["page_type"] = {**props["page_type"], "enum": types, "description": "for a new page, what it is about: "
-                          + "; ".join(f"{t}: {PAGE_TYPE_HELP[t]}" for t in types)}
+    props = {**TOOL["input_schema"]["properties"], "page_type": _page_type_schema(types)}
     return {**TOOL, "input_schema": {**TOOL["input_schema"], "properties": props}}
 
 
 def page_type_from(value: Any, allowed: set[str]) -> str:
     """The model's ``page_type`` when it is one a new page may take in this wiki, else its
-    older stand-in (:func:`extractive._allowed_type`), else ``concept``: a missing or odd type
+    older stand-in (:func:`extractive.allowed_type`), else ``concept``: a missing or odd type
     is no reason to refuse the section (nor to ask the model again)."""
-    from .extractive import _allowed_type
+    from .extractive import allowed_type
 
     t = str(value or "").strip().lower()
     if t not in PAGE_TYPE_HELP:
         return "concept"
-    return _allowed_type(t, allowed)
+    return allowed_type(t, allowed)
 
 
 def _decision(raw: dict[str, Any], paper_id: str, section: PaperSection, allowed: set[str] | None = None,

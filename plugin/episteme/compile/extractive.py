@@ -305,7 +305,7 @@ _ROLE_LABEL = {"result": "results", "setup": "experimental setup", "dataset": "d
 _FALLBACK_TYPE = {"result": "note", "setup": "note", "dataset": "entity"}
 
 
-def _allowed_type(ptype: str, allowed: set[str]) -> str:
+def allowed_type(ptype: str, allowed: set[str]) -> str:
     """``ptype`` when the wiki's schema allows it, else its older stand-in, else ``concept``."""
     if ptype in allowed:
         return ptype
@@ -313,7 +313,7 @@ def _allowed_type(ptype: str, allowed: set[str]) -> str:
     return fallback if fallback in allowed else "concept"
 
 
-def _allowed_types(wiki) -> set[str]:
+def allowed_types(wiki) -> set[str]:
     """The page types the wiki's ``SCHEMA.md`` allows (every known type when it lists none)."""
     from ..wiki.schema import PAGE_TYPES, load_schema
 
@@ -321,7 +321,7 @@ def _allowed_types(wiki) -> set[str]:
     return {str(v) for v in values} if isinstance(values, list) and values else set(PAGE_TYPES)
 
 
-def _field_defined(wiki, name: str) -> bool:
+def field_defined(wiki, name: str) -> bool:
     """Whether a frontmatter field may be written without a lint warning: the wiki's schema
     defines it, or defines no fields at all."""
     from ..wiki.schema import load_schema
@@ -782,8 +782,8 @@ def plan_extractive(
         paper_decision("Topics", f"{paper_label}: wiki topics compiled from the paper: {names_}", "\n".join(items), None)
 
     # -- the paper's own results, setup and datasets: pages under the paper's page -------------
-    allowed = _allowed_types(wiki)
-    child_fields = {"paper": paper_page} if _field_defined(wiki, "paper") else {}
+    allowed = allowed_types(wiki)
+    child_fields = {"paper": paper_page} if field_defined(wiki, "paper") else {}
     stem = paper_page[len(PAPERS_FOLDER) + 1:-3]
     child_pages: dict[str, Decision] = {}
     for t in children:
@@ -809,7 +809,7 @@ def plan_extractive(
         if t.page in child_pages:  # two sections of one name (a dataset in two experiments)
             child_pages[t.page].body += "\n\n" + para
             continue
-        ptype = _allowed_type(t.role, allowed)
+        ptype = allowed_type(t.role, allowed)
         d = Decision(
             action="create", page=t.page, title=t.title,
             description=_one_line(f"{paper_label}, {t.title}: {t.sentences[0]}"), body=para,
@@ -848,7 +848,7 @@ def plan_extractive(
                 action="create", page=t.page, title=t.title,
                 description=_one_line(f"{t.title}: {t.sentences[0]}"), body=para,
                 sources=[paper_id], tags=t.tags, page_title=t.title,
-                page_type=_allowed_type(page_type_for(t.title, keys[t.section.id].sentences,
+                page_type=allowed_type(page_type_for(t.title, keys[t.section.id].sentences,
                                                       parents_of(t.section), t.section.text), allowed),
                 paper_section=t.section.id,
                 reason="new topic" + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),

@@ -139,7 +139,7 @@ def _prepare_job(pdf: str, paper_id: str, sha: str | None, use_outline: bool, ma
                  max_bytes, model: str, threads: int) -> tuple:
     """Runs in a worker: the whole slow part of one paper's ingest -- split, chunk, and embed
     its passages and its sentences (:mod:`episteme.ingest.sentences`) with the worker's own
-    ``threads``-thread copy of the model -- so the parent only commits.  ``("ok", _Prepared,
+    ``threads``-thread copy of the model -- so the parent only commits.  ``("ok", Prepared,
     seconds)`` or ``("error", message, kind)``; ``sha`` None: hashed here from ``pdf``.
 
     Why here and not in the parent: embedding is ~85% of a batch's CPU (sentences alone ~40%
@@ -441,12 +441,12 @@ def _embed_and_commit(settings, ready: list, embedder, *, force: bool, report, c
     embedded in one call."""
     import numpy as np
 
-    from .pipeline import _Prepared, prepare_split
+    from .pipeline import Prepared, prepare_split
 
     prepared = []
     for it, res in ready:
         try:
-            p = res if isinstance(res, _Prepared) else prepare_split(it.paper_id, res, it.sha,
+            p = res if isinstance(res, Prepared) else prepare_split(it.paper_id, res, it.sha,
                                                                     embedder)
         except EpistemeError as e:
             it.status, it.error = "failed", e.message

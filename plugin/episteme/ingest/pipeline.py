@@ -69,7 +69,7 @@ def _warm_chroma() -> None:
 
 
 @dataclass
-class _Prepared:
+class Prepared:
     """A split + embedded paper, ready to be written."""
 
     paper: object  # store.PaperRow
@@ -213,7 +213,7 @@ def _tmp_dir(settings) -> Path:
 
 
 def _prepare(settings, paper_id: str, tmp_pdf: Path, sha: str, embedder, *, use_outline: bool,
-             progress: bool, on_split=None, check=None) -> _Prepared:
+             progress: bool, on_split=None, check=None) -> Prepared:
     """Split + chunk + embed (no store touched)."""
     res = split_paper(tmp_pdf, use_outline=use_outline, max_pages=settings.max_pages,
                       max_bytes=settings.max_pdf_bytes)
@@ -232,7 +232,7 @@ def split_paper(pdf: Path, *, use_outline: bool, max_pages, max_bytes):
     return split_pdf(pdf, use_outline=use_outline, max_pages=max_pages, max_bytes=max_bytes)
 
 
-def prepare_split(paper_id: str, res, sha: str, embedder, *, on_split=None) -> _Prepared:
+def prepare_split(paper_id: str, res, sha: str, embedder, *, on_split=None) -> Prepared:
     """A split paper as store rows and passages, the passages not yet embedded (``embeddings`` is
     ``None``; its sentence vectors are, see :mod:`episteme.ingest.sentences`):
     a batch embeds the passages of several papers in one call, then commits each paper."""
@@ -280,7 +280,7 @@ def prepare_split(paper_id: str, res, sha: str, embedder, *, on_split=None) -> _
                      objects=objects)
     from .sentences import sentence_rows
 
-    return _Prepared(paper, sections, ids, None, metas, docs, list(res.warnings),
+    return Prepared(paper, sections, ids, None, metas, docs, list(res.warnings),
                      sentence_rows(paper_id, sections, embedder))
 
 
@@ -735,7 +735,7 @@ def _replay(settings, store, j: dict, *, committed: bool | None = None) -> dict:
     return {"op": j["op"], "paper": paper_id, "action": action}
 
 
-def _commit(settings, store, vectors, prepared: _Prepared, tmp: Path) -> None:
+def _commit(settings, store, vectors, prepared: Prepared, tmp: Path) -> None:
     """Change raw/, Chroma and SQLite for one paper, journalled (see above); any exception undoes
     every change (and a crash is undone or finished by the next :func:`reconcile`).  Caller
     holds the lock."""
@@ -927,11 +927,11 @@ def _recover_raw_for_rebuild(settings) -> None:
 
 
 def _split_each(settings, papers: list[Path], *, jobs: int, use_outline: bool, embedder=None):
-    """``(path, ("ok", SplitResult | _Prepared, seconds) | ("error", message, kind))`` for each
+    """``(path, ("ok", SplitResult | Prepared, seconds) | ("error", message, kind))`` for each
     of ``papers`` in order; with ``jobs`` > 1 the splitting runs in spawned worker processes
     (the batch's), at most ``jobs + 2`` papers ahead of the caller.  With an ``embedder`` the
     workers can copy (:func:`episteme.ingest.batch.worker_model`), they also chunk and embed
-    each paper (its id is its raw/ name): the outcome is then a ready ``_Prepared``."""
+    each paper (its id is its raw/ name): the outcome is then a ready ``Prepared``."""
     from .batch import _prepare_job, _split_job, _worker_init, worker_model
 
     args = (use_outline, settings.max_pages, settings.max_pdf_bytes)
@@ -1046,7 +1046,7 @@ def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedd
                 try:
                     if outcome[0] == "error":
                         raise EpistemeError(outcome[1])
-                    if isinstance(outcome[1], _Prepared):  # embedded by the worker
+                    if isinstance(outcome[1], Prepared):  # embedded by the worker
                         prepared = outcome[1]
                     else:
                         data = path.read_bytes()

@@ -41,6 +41,7 @@ invalidates the cached verdicts with no list of files to keep in step.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -69,6 +70,10 @@ _MDLINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _CODE = re.compile(r"`[^`]*`")
 _EMPH = re.compile(r"(\*\*|__|(?<!\w)\*(?!\s)|(?<!\w)_(?!\s))")
 _INLINE_QUOTE = re.compile(r"“([^”]{8,}?)”|(?<![\w])\"([^\"]{8,}?)\"(?![\w])")
+_STRAIGHT_QUOTE = re.compile(r"(?<![\w])\"([^\"]{8,}?)\"(?![\w])")
+#: a hyphen that joins two letters, or ends a line inside a word ("repre- sentation"): PDF text
+#: keeps or drops it at a line break, so a copy of a sentence may differ from it only there
+_WORD_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010\u00ad]\s*(?=[^\W\d_])")
 _HTML_COMMENT = re.compile(r"<!--.*?-->")
 # a field line of a paper page, as the writer puts them ("**Authors:** ...", "**Published:**
 # venue, year", "**Source:** `raw/x.pdf`"): bibliographic data read from the PDF, not a claim
@@ -170,10 +175,69 @@ def _plain(text: str) -> str:
 
 
 def _drop_locators(text: str) -> str:
-    """Remove parentheses that locate rather than claim: those holding a link or a § reference,
-    and empty ones left behind."""
-    out = re.sub(r"\((?:[^()]*(?:\[\[|§|\]\()[^()]*)\)", " ", text)
-    return re.sub(r"\(\s*[;,]?\s*\)", " ", out)
+    """Blank out (offsets kept) parentheses that locate rather than claim: those holding a link
+    or a § reference anywhere inside, nested parentheses included ("(§6.1 Results (D1,D3);
+    [[x|(D2) X]])"), and those holding only page, table, figure or section references
+    ("(p. 8)", "(Table 2; Fig. 3)"); and empty ones left behind."""
+    out = list(text)
+    depth, start = 0, -1
+    for i, ch in enumerate(text):
+        if ch == "(":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == ")" and depth:
+            depth -= 1
+            if depth == 0:
+                inner = text[start + 1:i]
+                if re.search(r"\[\[|§|\]\(", inner) or _locators().fullmatch(inner.strip()):
+                    out[start:i + 1] = " " * (i + 1 - start)
+    return re.sub(r"\(\s*[;,]?\s*\)", lambda m: " " * len(m.group(0)), "".join(out))
+
+
+@functools.lru_cache(maxsize=1)
+def _locators() -> re.Pattern:
+    """One or more references to a place in a paper ("p. 24", "Table 13", "§4.4", "Fig. 9b"),
+    comma- or semicolon-separated, as the writers print them before a quote or in parentheses
+    (the label words are the verifier's: :data:`episteme.query.verify.LABEL_WORD`)."""
+    from .verify import LABEL_WORD
+
+    num = r"(?:(?:[A-Z]\.?)?\d+(?:\.\d+)*[a-z]?|[IVXL]{1,5}\b|[A-Z]\b)"  # 2, 3.1b, A.1, IV, B
+    one = rf"(?:{LABEL_WORD})\s?\(?{num}\)?(?:\s?[-\u2013]\s?\d+)?"
+    return re.compile(rf"{one}(?:\s*(?:[,;]|and)\s*{one})*", re.IGNORECASE)
+
+
+def _drop_locator_lead(sent: str) -> str:
+    """A claim without the locator it starts with ("p. 24, Figure 9: The ..." -> "The ..."): a
+    locator is a citation of where the sentence comes from, not part of what it claims."""
+    m = _locators().match(sent)
+    if m and re.match(r"\s*[:\u2013\u2014-]\s", sent[m.end():] + " "):
+        return sent[m.end():].lstrip(" :\u2013\u2014-")
+    return sent
+
+
+def _inline_quotes(text: str) -> list[tuple[int, int, str]]:
+    """``(start, end, inner text)`` of each top-level quotation of ``text`` with 8+ characters
+    inside: curly quotes matched by nesting (a caption that quotes a column name, “... “LOC
+    error” ...”, is one quote), straight ones outside them.  Unbalanced curly quotes are read
+    pairwise, each “ with the next ”."""
+    spans: list[tuple[int, int, str]] = []
+    depth, start = 0, -1
+    for i, ch in enumerate(text):
+        if ch == "“":
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == "”" and depth:
+            depth -= 1
+            if depth == 0 and i - start - 1 >= 8:
+                spans.append((start, i + 1, text[start + 1:i]))
+    if depth or text.count("”") > text.count("“"):
+        return [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _INLINE_QUOTE.finditer(text)]
+    for m in _STRAIGHT_QUOTE.finditer(text):
+        if not any(a <= m.start() < b for a, b, _q in spans):
+            spans.append((m.start(), m.end(), m.group(1)))
+    return sorted(spans)
 
 
 def _words(text: str) -> list[str]:
@@ -241,8 +305,33 @@ def links_only(line: str) -> bool:
     ("Related:", "See also:") — a navigation line, not a claim."""
     if "[[" not in line and "](" not in line:
         return False
-    rest = _drop_locators(_WIKILINK.sub(" ", _MDLINK.sub(" ", _LIST_ITEM.sub("", line))))
-    return len(_words(rest)) <= 2
+    rest = _drop_locators(_WIKILINK.sub("\0", _MDLINK.sub("\0", _LIST_ITEM.sub("", line))))
+    return len(_words(_drop_link_glosses(rest))) <= 2
+
+
+def _drop_link_glosses(text: str) -> str:
+    """``text`` (links replaced by NUL) without the parenthesis right after a link, which
+    glosses the link ("[[x|Results]] (Results; §4)"): part of the navigation."""
+    out, i = [], 0
+    while i < len(text):
+        ch = text[i]
+        out.append(ch)
+        i += 1
+        if ch != "\0":
+            continue
+        j = i
+        while j < len(text) and text[j] in " \t":
+            j += 1
+        if j < len(text) and text[j] == "(":
+            depth, k = 0, j
+            while k < len(text):
+                depth += {"(": 1, ")": -1}.get(text[k], 0)
+                k += 1
+                if depth == 0:
+                    break
+            if depth == 0:
+                i = k
+    return "".join(out).replace("\0", " ")
 
 
 def _line_at(offs: list[tuple[int, int]], pos: int) -> int:
@@ -267,19 +356,28 @@ def section_units(sec: SectionText) -> list[Unit]:
             continue
         # inline quotes: checked (located) on their own, cut from the prose around them
         rest = list(text)
-        for m in _INLINE_QUOTE.finditer(text):
-            q = m.group(1) or m.group(2)
+        for a, b, q in _inline_quotes(text):
             if len(_words(q)) >= MIN_QUOTE_WORDS:
-                units.append(Unit(" ".join(_plain(q).split()), _line_at(offs, m.start()), True))
-                rest[m.start():m.end()] = [" "] * (m.end() - m.start())
-        prose = "".join(rest)
-        # keep offsets: blank out links' brackets etc. only in the claim text, not the positions
+                units.append(Unit(" ".join(_plain(q).split()), _line_at(offs, a), True))
+                rest[a:b] = [" "] * (b - a)
+        # locating parentheses blanked before the split (offsets kept: a parenthesis may hold
+        # a period, "(p. 8)", or nest, "(§6.1 X (D1); [[x|(D2) X]])")
+        prose = _drop_locators("".join(rest))
         for c in split_claims(prose, max_claims=10_000)[0]:
-            sent = " ".join(_plain(_drop_locators(prose[c.start:c.end])).split())
-            sent = re.sub(r"\s+([,.;:])", r"\1", sent).strip(" ,;")
+            sent = " ".join(_plain(prose[c.start:c.end]).split())
+            # a space left before punctuation goes (not before ".1", a footnote mark after
+            # a dropped "(Figure 4)": "respectively.1" would read as a name)
+            sent = re.sub(r"\s+([,.;:])(?![^\W_])", r"\1", sent).strip(" ,;")
+            sent = _drop_locator_lead(sent)
+            quoted = re.fullmatch(r"[“\"]([^“”\"]+)[”\"][.]?", sent)
+            if quoted:  # all that is left is a short quote ("p. 16, Figure 5: “A neuron”")
+                if len(_words(quoted.group(1))) >= MIN_WORDS:
+                    units.append(Unit(quoted.group(1).strip(), _line_at(offs, c.start), True))
+                continue
             if not sent or sent.endswith(":") or len(_words(sent)) < MIN_WORDS:
                 continue
-            if re.fullmatch(r"[\W\d_]*(?:[A-Za-z][\w.-]*[:\s][\W\d_]*)?", sent):
+            if re.fullmatch(r"[\W\d_]*(?:[A-Za-z][\w.-]*[:\s][\W\d_]*)?", sent) or \
+                    _locators().fullmatch(sent.rstrip(".")):
                 continue
             units.append(Unit(sent, _line_at(offs, c.start)))
     return units
@@ -294,6 +392,13 @@ def _alnum(text: str) -> str:
     return " " + " ".join(_ALNUM.split(unligature(normalize(text)).lower())).strip() + " "
 
 
+def dehyphenate(text: str) -> str:
+    """``text`` with every hyphen between two letters removed, a line break after it too
+    ("repre- sentation" -> "representation", "pre-trained" -> "pretrained"): PDF text keeps
+    or drops such a hyphen at a line break, so two copies of a sentence may differ there."""
+    return _WORD_HYPHEN.sub("", text)
+
+
 class PaperIndex:
     """What the cache key and the quote check need from SQLite, read with the standard library:
     each paper's sha256, and (lazily) its text reduced to letters and digits."""
@@ -301,7 +406,7 @@ class PaperIndex:
     def __init__(self, sqlite_path: Path):
         self.path = Path(sqlite_path)
         self.sha: dict[str, str] = {}
-        self._text: dict[str, str] = {}
+        self._text: dict[tuple[str, bool], str] = {}
         self._conn: sqlite3.Connection | None = None
         if self.path.exists():
             self._conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
@@ -317,18 +422,27 @@ class PaperIndex:
             return base + ".pdf"
         return None
 
-    def text(self, paper: str) -> str:
-        if paper not in self._text:
+    def text(self, paper: str, *, dehyphenated: bool = False) -> str:
+        """The paper's text as letters and digits (words space-separated); ``dehyphenated``:
+        of :func:`dehyphenate`'s text."""
+        key = (paper, dehyphenated)
+        if key not in self._text:
             rows = self._conn.execute(
                 "SELECT section_text FROM sections WHERE paper_id = ? ORDER BY ord", (paper,)) if self._conn else []
-            self._text[paper] = _alnum(" ".join(r[0] for r in rows))
-        return self._text[paper]
+            raw = " ".join(r[0] for r in rows)
+            self._text[key] = _alnum(dehyphenate(raw) if dehyphenated else raw)
+        return self._text[key]
 
     def located(self, quote: str, papers: list[str]) -> bool:
+        """Whether a paper states ``quote`` word for word: as written, or with its words
+        hyphenated across lines joined on both sides (a copy may keep or drop such a hyphen)."""
         q = _alnum(quote)
         if len(q.split()) < MIN_WORDS:
             return False
-        return any(q in self.text(p) for p in papers)
+        if any(q in self.text(p) for p in papers):
+            return True
+        qd = _alnum(dehyphenate(quote))
+        return any(qd in self.text(p, dehyphenated=True) for p in papers)
 
     def close(self) -> None:
         if self._conn is not None:
@@ -590,7 +704,13 @@ def altered_copy(claim: str, cands: list[dict]) -> tuple[dict, str, str, str] | 
     from ..pdf.passages import split_sentences
     from .verify import normalize, unligature
 
-    cw = _TOK.findall(unligature(normalize(claim)))
+    # words hyphenated across a line are compared joined, on both sides: a copy that keeps or
+    # drops such a hyphen ("Trans- former" / "Transformer") alters nothing; nor does one that
+    # keeps or drops a locating parenthesis ("(Figure 4)", "(Eq. 5)")
+    def words_of(text: str) -> list[str]:
+        return _TOK.findall(unligature(normalize(dehyphenate(_drop_locators(text)))))
+
+    cw = words_of(claim)
     if len(cw) < 6:
         return None
     lc = [w.lower() for w in cw]
@@ -598,7 +718,7 @@ def altered_copy(claim: str, cands: list[dict]) -> tuple[dict, str, str, str] | 
     for h in cands:
         text = h["text"]
         for a, b in split_sentences(text):
-            sw = _TOK.findall(unligature(normalize(text[a:b])))
+            sw = words_of(text[a:b])
             if not sw or abs(len(sw) - len(cw)) > max(3, len(cw) // 4):
                 continue
             sm = difflib.SequenceMatcher(None, lc, [w.lower() for w in sw], autojunk=False)
@@ -707,7 +827,7 @@ def _remember_paper(results: list[dict], sec: SectionText, papers: PaperIndex) -
         if r.get("verdict") == "located" and "paper" not in r:
             pids = [p for p in (papers.resolve(s) for s in sec.sources) if p]
             for p in pids:
-                if _alnum(r["text"]) in papers.text(p):
+                if papers.located(r["text"], [p]):
                     r["paper"] = p
                     break
 

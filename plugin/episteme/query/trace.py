@@ -59,12 +59,17 @@ TOP_PER_CLAIM = 3  # passages reported per claim
 W_COS = 1.0
 W_COVER = 0.5
 W_RUN = 0.1
-# Order of passages for the answer as a whole: best claim support + the claims' support averaged
-# with weights = how much each claim says (its IDF mass, so "Yes." weighs nothing)
+# Order of passages for the answer as a whole: W_ANSWER_MAX x best claim support + the claims'
+# support averaged with weights = how much each claim says (its IDF mass, so "Yes." weighs nothing)
 # + W_ANSWER_BM25 x BM25 of the whole answer (normalised to the pool's best) - SUMMARY_PENALTY
 # for abstract / introduction / conclusion passages, which restate results that a body section
 # states in full (when both match, the body is the better citation).
 W_ANSWER_BM25 = 0.25
+# The best single claim counts half: a passage fitting one claim closely (the sentence that
+# restates "divide by sqrt(d_k)") must not outrank the one that supports the answer's claims
+# together (answers usually come from one place). Measured on dev_trace (answer hit@1 the same
+# for 0.25 .. 0.75, 0.05 lower at 1.0 with the stemmer of session 7; leave-one-out 0.95).
+W_ANSWER_MAX = 0.5
 # Per claim, passages are ordered by their own support + this x the answer-level score
 # (normalised to the best passage), a coherence prior; the claim's support stays its own.
 CLAIM_CONTEXT_WEIGHT = 0.3
@@ -97,25 +102,125 @@ _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 # ------------------------------------------------------------------------------ text helpers
 
 
+#: words whose "at" before a suffix is the verb ending "-ate" ("generated", "generation"): that
+#: "at" goes too, so the verb and its noun meet ("gener"); "defeated" has no "-ate" (see stem)
+_ATE_FORMS = re.compile(r"at(?:e|es|ed|ely|ing|ion|ions|ional|ionally)$")
+
+
+def _has_vowel(s: str) -> bool:
+    return any(c in "aeiou" for c in s) or "y" in s[1:]
+
+
+def _short_cvc(s: str) -> bool:
+    """A 3-letter root consonant-vowel-consonant ("bas", "tim", "hop"): its word ends in an "e"
+    ("base", "time", "hope"), kept so the stem stays 4 letters (and a prefix of what FTS5's
+    Porter stemmer makes of the word, which :meth:`Tracer._doc_freq` relies on)."""
+    return (len(s) == 3 and s[0] not in "aeiou" and s[1] in "aeiouy" and s[2] not in "aeiouwxy")
+
+
+def _undouble(root: str) -> str:
+    """A root whose last consonant was doubled before its suffix: "stopp" -> "stop", "runn" ->
+    "run" (not "l", "s", "z": "call", "pass"), and British "-elled" / "-olled" ("modell")."""
+    if len(root) >= 4 and root[-1] == root[-2] and root[-1] not in "aeiouylsz":
+        return root[:-1]
+    if (root.endswith("ell") and len(root) >= 6) or (root.endswith("oll") and len(root) >= 7):
+        return root[:-1]
+    return root
+
+
+#: stem -> the first word seen that makes it (bounded), for :func:`fts_term`
+_SURFACE: dict[str, str] = {}
+_SURFACE_MAX = 200_000
+
+
+def fts_term(term: str) -> str:
+    """The FTS5 query that counts the passages holding a (stemmed) ``term``.  FTS5 runs its
+    Porter stemmer on the query too, and our stem is no Porter stem: Porter cuts the final "s"
+    of our "wors" (worse) to "wor", a prefix of "work"; our "negativ" is no prefix of Porter's
+    "neg"; our "tru" is not Porter's "true".  So: a word that makes the stem, as FTS5 reads it
+    (Porter's class of that word), or the stem as a prefix (4+ letters: the other words of the
+    class, "vanish" for "vanishingly" when the passages say "vanishing"), unless it ends in
+    an "s" Porter would cut."""
+    def quoted(w: str) -> str:
+        return '"' + w.replace('"', '""') + '"'
+
+    prefix = quoted(term) + ("*" if len(term) >= 4 and not term.isdigit() else "")
+    word = _SURFACE.get(term)
+    if word is None or word == term:
+        return prefix
+    if term.endswith("s") and not term.endswith("ss"):
+        return quoted(word)
+    return f"{quoted(word)} OR {prefix}"
+
+
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A small suffix stripper, applied to claim and passage words alike (so "gradients" meets
-    "gradient", "scaled" meets "scale", "trains" meets "training").  Not Porter: it only has to
-    be consistent on both sides."""
+    """See :func:`_stem` (cached; remembers a word for each stem, for :func:`fts_term`)."""
+    r = _stem(word)
+    if len(_SURFACE) < _SURFACE_MAX:
+        _SURFACE.setdefault(r, word.lower())
+    return r
+
+
+def _stem(word: str) -> str:
+    """A small suffix stripper, applied to claim and passage words alike, so a word meets its
+    inflections: "reduce" / "reduced" / "reduces" / "reducing" -> "reduc", "study" / "studied" /
+    "studies" -> "studi", "stop" / "stopped" -> "stop", "use" / "used" / "using" -> "use",
+    "generate" / "generation" -> "gener", "gradients" -> "gradient".  Not Porter: it only has
+    to be consistent on both sides, and it is (benchmarks/RESULTS-verify.md counts the regular
+    inflections of the papers' own words that meet their base form).  In order: a plural or
+    third-person "s"; one of "-ing", "-ed", "-ied" (a doubled consonant undone); an adverb's
+    "-ly"; then nouns of quality and action ("-ness", "-ment", "-ity", "-ation" ...) with a
+    final "e" dropped and a final "y" after a consonant read as "i" (what "-ies" / "-ied"
+    leave).  Words with digits, and words of 1-2 letters, are kept as they are."""
     w = word.lower()
-    if len(w) <= 3 or w.isdigit():
+    if len(w) <= 2 or not w.isalpha():
         return w
-    for suffix, repl, min_len in (
-        ("ational", "ate", 8), ("ization", "ize", 8), ("ingly", "", 7), ("ments", "", 7),
-        ("ment", "", 6), ("ness", "", 6), ("ities", "", 7), ("ity", "", 6), ("ies", "y", 5),
-        ("sses", "ss", 5), ("ings", "", 7), ("ing", "", 6), ("ed", "", 5), ("ly", "", 5), ("es", "", 5),
-        ("s", "", 4),
-    ):
-        if w.endswith(suffix) and len(w) >= min_len:
-            if suffix == "s" and (w.endswith("ss") or w.endswith("us") or w.endswith("is")):
-                return w
-            return w[: len(w) - len(suffix)] + repl
-    return w
+    r = w
+    cut = False  # an inflection was removed (a 2-letter root then gets its "e" back: "used")
+    if r.endswith("sses"):
+        r = r[:-2]
+    elif r.endswith("ies") and len(r) >= 4:
+        r, cut = r[:-3] + "i", True
+    elif r.endswith("s") and len(r) >= 4 and not r.endswith(("ss", "ias")) and not (
+            len(r) >= 5 and r.endswith(("us", "is"))):  # "corpus", "basis"; but "gpus", "apis"
+        r = r[:-1]
+    for suffix in ("ingly", "edly", "ing", "ied", "ed"):
+        if r.endswith(suffix) and not (suffix == "ed" and r.endswith("eed")):  # "need", "exceed"
+            root = r[: len(r) - len(suffix)] + ("i" if suffix == "ied" else "")
+            if len(root) >= 2 and _has_vowel(root):  # not "thing", "string"
+                r, cut = _undouble(root), True
+                if r != root and r.endswith("ed") and _has_vowel(r[:-2]):
+                    r = r[:-2]  # "embedded" -> "embed" -> as "embed" itself reads ("emb")
+                elif r == root and _short_cvc(r):
+                    r += "e"  # "based", "timed", "hoped" (but "hopped" -> "hop")
+            break
+    if r.endswith("ily") and len(r) >= 7:
+        r = r[:-3] + "i"  # "heavily" = "heavy"
+    elif r.endswith("bly") and len(r) >= 6:
+        r = r[:-1]  # "probably" = "probable"
+    elif r.endswith("ly") and not r.endswith("ily") and len(r) >= 6 and r[-3] != r[-4] \
+            and r[-3] != "p":  # not "supply", "apply", "multiply"
+        r = r[:-2]
+    if len(r) == 2 and cut:
+        r += "e"
+    for _ in range(2):  # "implementation" -> "implement" -> "imple" -> "impl"
+        before = r
+        for suffix, repl, keep in (("ization", "iz", 4), ("isation", "is", 4), ("ational", "at", 2),
+                                   ("ation", "at", 2), ("ness", "", 4), ("ment", "", 4),
+                                   ("ity", "", 4), ("iti", "", 4)):
+            if r.endswith(suffix) and len(r) - len(suffix) >= keep:
+                r = r[: len(r) - len(suffix)] + repl
+                break
+        if r.endswith("e") and len(r) >= 4 and not (len(r) == 4 and _short_cvc(r[:3])):
+            r = r[:-1]
+        if r.endswith("y") and r[-2] not in "aeiou":
+            r = r[:-1] + "i"
+        if r.endswith("at") and len(r) >= 6 and r[-3] not in "aeiou" and _ATE_FORMS.search(w):
+            r = r[:-2]
+        if r == before:
+            break
+    return r
 
 
 def words(text: str) -> list[str]:
@@ -500,9 +605,9 @@ class Tracer:
         todo = [t for t in terms if t not in self._df]
         with self._db_lock:
             for t in todo:
-                # prefix query: our light stem of "gradients" is "gradient", FTS5's porter
-                # tokens are matched by the prefix, which is close enough for an IDF
-                q = '"' + t.replace('"', '""') + '"' + ("*" if len(t) >= 4 and not t.isdigit() else "")
+                # a word of the stem as a prefix: FTS5's porter tokens are matched by the
+                # prefix, which is close enough for an IDF
+                q = fts_term(t)
                 try:
                     n = self.store.conn.execute(
                         "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (q,)
@@ -924,7 +1029,7 @@ class Pool:
         w = mass / mass.sum() if mass.sum() > 0 else np.full(len(mass), 1.0 / len(mass), np.float32)
         bm = np.asarray(self.answer_bm25, dtype=np.float32)
         bm = bm / bm.max() if bm.max() > 0 else bm
-        agg = (self.score.max(axis=0) + (w[:, None] * self.score).sum(axis=0)
+        agg = (W_ANSWER_MAX * self.score.max(axis=0) + (w[:, None] * self.score).sum(axis=0)
                + W_ANSWER_BM25 * bm - SUMMARY_PENALTY * self.summary)
         if self.table is not None and self.numeric is not None and not np.any(self.numeric):
             agg = agg - TABLE_PENALTY * np.asarray(self.table, dtype=np.float32)

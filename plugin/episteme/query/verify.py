@@ -67,6 +67,9 @@ TOPIC_COVER = 0.4
 #: The claim's non-numeric content words a passage must share before a missing number counts
 #: as *contradicted* rather than *unsupported*.
 NUMBER_TOPIC_COVER = 0.45
+#: the least share of a claim's words (numbers aside) a passage must have for its numbers to
+#: count as the claim's values (half of :data:`TOPIC_COVER`: a table row shares few words)
+NUMBER_TOPIC_FLOOR = 0.2
 
 _ONE = str.maketrans({"’": "'", "‘": "'", "−": "-", "–": "-", "—": "-", "“": '"', "”": '"',
                       "\u00a0": " ", "\u2009": " ", "\u202f": " "})
@@ -110,7 +113,21 @@ _WORD_NUM = re.compile(r"\b(?P<pre>an?\s+|one\s+)?(?P<w>" + "|".join(
 _HEDGE = re.compile(r"\b(about|roughly|approximately|around|nearly|almost|close to|some|over|~)\s*$",
                     re.IGNORECASE)
 _REFS = re.compile(r"\[\d{1,3}(?:\s*[,;\u2013-]\s*\d{1,3})*\]")
-_LABEL_BEFORE = re.compile(r"(?:^|(?<=[\s(]))[A-Z][a-z]{2,}\.?\s?$")
+#: A word that names a numbered part of a paper ("Table 2", "Fig. 4", "Section 3.2", "Eq. (5)",
+#: "§3", "p. 24"): the number right after one is a label, not a value.  Words that also name a
+#: quantity ("total step 250", "in case 2 of 3") are labels only capitalised ("Step 2", "Study 1",
+#: "Task 3").  Only these: a number after any other word ("After 24 hours") is a value.
+LABEL_WORD = (
+    r"(?i:fig(?:ure)?s?|tab(?:le)?s?|sec(?:tion)?s?|§§?|ch(?:ap(?:ter)?)?s?|app(?:endix|endices)?"
+    r"|eqn?s?|equations?|alg(?:orithm)?s?|thm|theorems?|lemmas?|corollar(?:y|ies)"
+    r"|prop(?:osition)?s?|def(?:inition)?s?|listings?|footnotes?|pages?|pp?\.)\.?"
+    r"|(?:Stud(?:y|ies)|Exp(?:eriment)?s?|Steps?|Stages?|Phases?|Tasks?|Cases?|Conditions?|Rounds?"
+    r"|Parts?|Lines?|Rows?|Col(?:umn)?s?|Examples?|Remarks?|Assumptions?|Hypothes[ie]s)\.?")
+_LABEL_BEFORE = re.compile(r"(?<![\w.])(?:" + LABEL_WORD + r")\s?\(?$")
+#: a label's number: "2", "3.2", "A.1" is no number at all
+_LABEL_NUM = re.compile(r"\d{1,3}(?:\.\d{1,2}){0,3}")
+#: between two labels of one label word ("Tables 2 and 3", "Figures 4-6", "Sections 3, 4")
+_LABEL_JOIN = re.compile(r"\)?\s*(?:,\s*(?:and\s+)?|and\s+|&\s*|[-\u2013]\s*|to\s+)\(?")
 _FRAC = re.compile(r"(?<![\w./])(\d{1,2})\s?/\s?(\d{1,2})(?![\w/])")
 _RANGE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s?(?:-|to)\s?(\d+(?:\.\d+)?)(?![\w.])")
 
@@ -160,10 +177,14 @@ def _numbers(text: str, *, evidence: bool = False) -> list[Num]:
     # citation markers ("[23]", "[19, 9]") are not values: blank them, keeping offsets
     text = _REFS.sub(lambda m: " " * len(m.group(0)), text)
     out: list[Num] = []
+    label_end = -1  # where the last label ended ("Tables 2 and 3": the 3 is one too)
     for m in _NUM.finditer(text):
         raw = m.group("num")
-        if _LABEL_BEFORE.search(text, 0, m.start()) and re.fullmatch(r"\d{1,2}", m.group(0)):
-            continue  # "Table 2", "Figure 4", "Study 1": a name, not a value
+        if _LABEL_NUM.fullmatch(m.group(0)) and (
+                _LABEL_BEFORE.search(text[max(0, m.start() - 14):m.start()])
+                or (label_end >= 0 and _LABEL_JOIN.fullmatch(text, label_end, m.start()))):
+            label_end = m.end()
+            continue  # "Table 2", "Figure 4", "Section 3.2", "Study 1": a name, not a value
         if not evidence and re.search(r",\s", raw):
             # in a claim "10, 100" is a list: read the first group alone
             first = raw.split(",")[0]
@@ -578,11 +599,18 @@ def comparisons(text: str) -> list[Comparison]:
             continue
         if _ADJ_CUE.search(w) and not any(t[0] == "than" for t in toks[i + 1:i + 6]):
             continue
+        # a denied comparative states the other direction ("does not reduce", "no better
+        # than"; not "not only improves")
+        flip = -1 if any((t in ("not", "never", "cannot", "no") or t.endswith("n't"))
+                         and (k + 1 >= len(toks) or toks[k + 1][0] != "only")
+                         for k, (t, _a, _b) in enumerate(toks[max(0, i - 3):i], start=max(0, i - 3))) else 1
+        cue = w if flip > 0 else "not " + w
         if w in _GOOD_CUES:
-            out.append(Comparison(_GOOD_CUES[w], "good", w, i, False))
+            out.append(Comparison(flip * _GOOD_CUES[w], "good", cue, i, False))
         else:
             window = [t[0] for t in toks[max(0, i - 3):i + 4]]
-            out.append(Comparison(_MAG_CUES[w], "mag", w, i, any(x in _BAD_QUANTITIES for x in window)))
+            out.append(Comparison(flip * _MAG_CUES[w], "mag", cue, i,
+                                  any(x in _BAD_QUANTITIES for x in window)))
     return out
 
 
@@ -813,7 +841,17 @@ class Verifier:
             ev.nums = numbers_in(ev.text, evidence=True)
             ev.ents = entities_in(ev.text)
         # which claim numbers / names each passage states
-        found_n = [[any(number_matches(n, en) for en in ev.nums) for n in cnums] for ev in cands]
+        # a value counts only where the passage is about the claim at all: a "5" in a passage
+        # sharing almost none of the claim's words ("5 hybrids" in another paper, for "k = 5
+        # steps") is a coincidence of digits, and must not outrank the on-topic passage that
+        # gives the claim's quantity another value (a table's chunk is read with its caption;
+        # the share is of the claim's words without digits, "CIFAR100" is a name, and a claim
+        # of numbers alone has nothing to judge by)
+        words_of = {t for t in cterms if not any(c.isdigit() for c in t)}
+        topic_of = [len(words_of & _stems(f"{ev.head}\n{ev.text}")) / len(words_of) if words_of
+                    else 1.0 for ev in cands]
+        found_n = [[t >= NUMBER_TOPIC_FLOOR and any(number_matches(n, en) for en in ev.nums)
+                    for n in cnums] for ev, t in zip(cands, topic_of, strict=True)]
         found_e = [[self._has_entity(ev, e) for e in cents] for ev in cands]
         cover = [len(cterms & _stems(ev.text)) / (len(cterms) or 1) for ev in cands]
 
@@ -1341,7 +1379,18 @@ class Verifier:
 
         ctoks = _tokens(claim)
 
-        def side(toks, lo, hi, n=6, rev=False):
+        def names(text: str, toks) -> set[int]:
+            """Indexes of the tokens of a name written in several ("ViT-Base", "VGG-16/19"):
+            a name's words are read as written, not stemmed (the "Base" of "ViT-Base" is not
+            the "based" of "ResNet-based baselines")."""
+            out: set[int] = set()
+            for e in entities_in(unligature(normalize(text))):
+                inside = [j for j, (_w, a, b) in enumerate(toks) if e.start <= a and b <= e.end]
+                if len(inside) > 1:
+                    out.update(inside)
+            return out
+
+        def side(toks, lo, hi, n=6, rev=False, named=frozenset()):
             """The ``n`` content words nearest the comparative on one side (its arguments),
             not crossing a clause break."""
             seq = []
@@ -1352,22 +1401,26 @@ class Verifier:
                     break
                 if w in STOP or w in _MAG_CUES or w in _GOOD_CUES:
                     continue
-                seq.append(stem(w))
+                seq.append(w if j in named else stem(w))
                 if len(seq) >= n:
                     break
             return set(seq)
 
         best = None
+        cnamed = names(claim, ctoks)
         for c in cc:
-            left = side(ctoks, 0, c.at, rev=True)
-            right = side(ctoks, c.at + 1, len(ctoks))
+            left = side(ctoks, 0, c.at, rev=True, named=cnamed)
+            right = side(ctoks, c.at + 1, len(ctoks), named=cnamed)
             only_left, only_right = left - right, right - left
             for _sh, _o, i, sa, sb in sents:
                 sent = cands[i].text[sa:sb]
                 stoks = _tokens(sent)
+                snamed = None
                 for s in comparisons(sent):
-                    sleft = side(stoks, 0, s.at, rev=True)
-                    sright = side(stoks, s.at + 1, len(stoks))
+                    if snamed is None:
+                        snamed = names(sent, stoks)
+                    sleft = side(stoks, 0, s.at, rev=True, named=snamed)
+                    sright = side(stoks, s.at + 1, len(stoks), named=snamed)
                     same = len(only_left & sleft) + len(only_right & sright)
                     crossed = len(only_left & sright) + len(only_right & sleft)
                     # both things compared, each on one side of the passage's comparative
