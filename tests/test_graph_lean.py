@@ -70,6 +70,24 @@ def test_link_line_equals_scan_links_lines_on_random_bodies():
     assert found > 10_000
 
 
+def test_link_lines_of_several_links_at_once_equal_the_parsers_lines():
+    """All of a page's links asked together (what the lean graph does: the code blocks are
+    found once for them all) give the parser's lines, in the order asked, on pages with code."""
+    rnd = random.Random(7)
+    tokens = [t for t in TOKENS if b"\\" not in t] + [b"[[a]]", b"`[[a]]`", b"\n```\n", b"[[B|a]]"]
+    checked = 0
+    for _ in range(5_000):
+        body = b"".join(rnd.choice(tokens) for _ in range(rnd.randint(0, 40)))
+        ll = links.scan_links(body, 2)
+        ks = [k for k in range(len(ll)) if rnd.random() < 0.6][::-1]
+        got = links.link_lines(body, 2, ll.targets, ks)
+        if got is not None:
+            assert got == [ll.lines[k] for k in ks], (body, ks)
+            checked += bool(ks)
+        assert got == (None if got is None else [links.link_line(body, 2, ll.targets, k) for k in ks])
+    assert checked > 1_000
+
+
 @pytest.mark.parametrize(
     "body, k, line",
     [

@@ -45,7 +45,7 @@ from typing import Any
 
 from ..errors import NotFoundError, UsageError
 from ..wiki.frontmatter import frontmatter_aliases, frontmatter_tags, frontmatter_title
-from ..wiki.links import NO_LINKS, LinkList, link_line, normalize_target, scan_link_offsets
+from ..wiki.links import NO_LINKS, LinkList, link_lines, normalize_target, scan_link_offsets
 from ..wiki.page import Page, read_body
 from ..wiki.scan import Visitor, scan
 from ..wiki.schema import TIERS, Schema, compute_tier, load_schema
@@ -381,8 +381,8 @@ class WikiGraph:
             # only the links that dangle (-1) or have several candidates (-2), picked in C;
             # only their lines are found, by their target's text where that is exact
             ks = list(compress(range(len(codes)), map((0).__gt__, codes)))
-            lines = [link_line(body, first, targets, k) for k in ks]
-            if None in lines:
+            lines = link_lines(body, first, targets, ks)
+            if lines is None:
                 links = scan_link_offsets(body, first)
                 if links.targets != targets:  # changed since the scan
                     self._resolve_links(i, links.pairs(), by_text, True)

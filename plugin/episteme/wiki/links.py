@@ -254,42 +254,63 @@ def scan_link_offsets(body: bytes, first_line: int = 1) -> LinkOffsets:
 
 
 def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) -> int | None:
-    """The line of the ``k``-th link of ``body`` (``targets``: the body's link targets, as
+    """The line of the ``k``-th link of ``body``: :func:`link_lines` for one link."""
+    lines = link_lines(body, first_line, targets, [k])
+    return None if lines is None else lines[0]
+
+
+def link_lines(body: bytes, first_line: int, targets: tuple[str, ...], ks: list[int]) -> list[int] | None:
+    """The lines of the ``ks``-th links of ``body`` (``targets``: the body's link targets, as
     :func:`scan_links` finds them), found without parsing every link: ``None`` when this way is
-    not certain to agree with :func:`scan_links` (the body has backslashes, or the target holds
-    a replaced byte), and the caller parses the body instead.
+    not certain to agree with :func:`scan_links` (the body has backslashes, a target holds a
+    replaced byte, or the page changed since its targets were read), and the caller parses the
+    body instead.
 
     Why: lint reports a page's dangling links, often one or two of a dozen, and parsing the
     whole page again for their lines was most of what a lint run did beyond the scan.  How: a
     target is a piece of its link's text (normalizing only cuts and trims), and a link holds no
     ``[`` after its ``[[``; so every link to ``targets[k]`` holds the target's bytes and starts
     at the last ``[[`` before them, where the link pattern must match.  The ``k``-th link is
-    the ``j``-th link to its target, counted along the links that pass."""
+    the ``j``-th link to its target, counted along the links that pass.  The page's code blocks
+    are found once for all of ``ks`` (a page with code and many reported links would otherwise
+    pay for them per link)."""
     if _BACKSLASH in body:
         return None
     code = _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0)
     regions = _fenced_regions(body) if code else []
-    target = targets[k]
-    if "\ufffd" in target:  # (invalid UTF-8 in the page: its bytes are not the target's)
-        return None
-    j = targets[: k + 1].count(target)
-    needle = target.encode("utf-8")
-    last = -1
-    pos = body.find(needle)
-    while pos >= 0:
-        q = body.rfind(b"[[", 0, pos)
-        if q > last:
-            last = q
-            m = _LINK_HEAD.match(body, q)
-            if m is not None and not (code and _in_code(body, q, regions)):
-                raw = m[1]
-                t = _NORMALIZED.get(raw)
-                if (_normalize_raw(raw) if t is None else t) == target:
-                    j -= 1
-                    if not j:
-                        return first_line + body.count(b"\n", 0, q)
-        pos = body.find(needle, pos + 1)
-    return None  # (the page changed since its targets were read)
+    in_code: dict[int, bool] = {}
+    out: list[int] = []
+    for k in ks:
+        target = targets[k]
+        if "\ufffd" in target:  # (invalid UTF-8 in the page: its bytes are not the target's)
+            return None
+        j = targets[: k + 1].count(target)
+        needle = target.encode("utf-8")
+        last = -1
+        pos = body.find(needle)
+        while pos >= 0:
+            q = body.rfind(b"[[", 0, pos)
+            if q > last:
+                last = q
+                m = _LINK_HEAD.match(body, q)
+                if m is not None and code:
+                    c = in_code.get(q)
+                    if c is None:
+                        c = in_code[q] = _in_code(body, q, regions)
+                    if c:
+                        m = None
+                if m is not None:
+                    raw = m[1]
+                    t = _NORMALIZED.get(raw)
+                    if (_normalize_raw(raw) if t is None else t) == target:
+                        j -= 1
+                        if not j:
+                            out.append(first_line + body.count(b"\n", 0, q))
+                            break
+            pos = body.find(needle, pos + 1)
+        else:
+            return None  # (the page changed since its targets were read)
+    return out
 
 
 def _in_code(body: bytes, s: int, regions: list[tuple[int, int]]) -> bool:
