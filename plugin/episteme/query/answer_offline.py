@@ -126,10 +126,10 @@ FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
             "tcos", "ccos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.154, "pcos": 0.223, "lex": 0.068, "passage": 0.015, "type": 0.039, "cue": 0.161,
-    "pointed": 0.213, "rank": -0.071, "summary": -0.036, "quoted": 0.066, "first": -0.029,
-    "anaphor": 0.024, "title": 0.649, "words": 0.011, "dense": 0.088, "ctx": 0.278,
-    "pcos_prev": 0.207, "tcos": 0.319, "ccos": 0.322,
+    "cos": 0.146, "pcos": 0.216, "lex": 0.106, "passage": 0.017, "type": 0.039, "cue": 0.155,
+    "pointed": 0.203, "rank": -0.073, "summary": -0.037, "quoted": 0.060, "first": -0.029,
+    "anaphor": 0.021, "title": 0.666, "words": 0.011, "dense": 0.086, "ctx": 0.257,
+    "pcos_prev": 0.204, "tcos": 0.310, "ccos": 0.316,
 }
 
 NO_ANSWER = "The wiki does not cover this question."
