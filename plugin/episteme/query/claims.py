@@ -174,24 +174,34 @@ def _plain(text: str) -> str:
     return _EMPH.sub("", text)
 
 
+def _top_level_spans(text: str, opener: str, closer: str) -> tuple[list[tuple[int, int]], int]:
+    """``(start, end)`` (end exclusive, the brackets included) of each outermost
+    ``opener``…``closer`` span of ``text``, matched by nesting (a stray closer is ignored), and
+    the depth still open at the end (0 when every opener was closed)."""
+    spans: list[tuple[int, int]] = []
+    depth, start = 0, -1
+    for i, ch in enumerate(text):
+        if ch == opener:
+            if depth == 0:
+                start = i
+            depth += 1
+        elif ch == closer and depth:
+            depth -= 1
+            if depth == 0:
+                spans.append((start, i + 1))
+    return spans, depth
+
+
 def _drop_locators(text: str) -> str:
     """Blank out (offsets kept) parentheses that locate rather than claim: those holding a link
     or a § reference anywhere inside, nested parentheses included ("(§6.1 Results (D1,D3);
     [[x|(D2) X]])"), and those holding only page, table, figure or section references
     ("(p. 8)", "(Table 2; Fig. 3)"); and empty ones left behind."""
     out = list(text)
-    depth, start = 0, -1
-    for i, ch in enumerate(text):
-        if ch == "(":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == ")" and depth:
-            depth -= 1
-            if depth == 0:
-                inner = text[start + 1:i]
-                if re.search(r"\[\[|§|\]\(", inner) or _locators().fullmatch(inner.strip()):
-                    out[start:i + 1] = " " * (i + 1 - start)
+    for start, end in _top_level_spans(text, "(", ")")[0]:
+        inner = text[start + 1:end - 1]
+        if re.search(r"\[\[|§|\]\(", inner) or _locators().fullmatch(inner.strip()):
+            out[start:end] = " " * (end - start)
     return re.sub(r"\(\s*[;,]?\s*\)", lambda m: " " * len(m.group(0)), "".join(out))
 
 
@@ -221,17 +231,8 @@ def _inline_quotes(text: str) -> list[tuple[int, int, str]]:
     inside: curly quotes matched by nesting (a caption that quotes a column name, “... “LOC
     error” ...”, is one quote), straight ones outside them.  Unbalanced curly quotes are read
     pairwise, each “ with the next ”."""
-    spans: list[tuple[int, int, str]] = []
-    depth, start = 0, -1
-    for i, ch in enumerate(text):
-        if ch == "“":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "”" and depth:
-            depth -= 1
-            if depth == 0 and i - start - 1 >= 8:
-                spans.append((start, i + 1, text[start + 1:i]))
+    curly, depth = _top_level_spans(text, "“", "”")
+    spans = [(a, b, text[a + 1:b - 1]) for a, b in curly if b - a - 2 >= 8]
     if depth or text.count("”") > text.count("“"):
         return [(m.start(), m.end(), m.group(1) or m.group(2)) for m in _INLINE_QUOTE.finditer(text)]
     for m in _STRAIGHT_QUOTE.finditer(text):
