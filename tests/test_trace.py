@@ -361,3 +361,16 @@ def test_the_passage_supporting_the_whole_answer_outranks_one_fitting_one_claim(
                          score[:1], np.asarray([38.0], dtype=np.float32),
                          np.asarray([1.0, 1.0], dtype=np.float32), np.zeros(2, dtype=np.float32))
     assert one.answer_order() == [0, 1]
+
+
+def test_document_frequency_query_depends_on_the_stem_alone():
+    """The FTS5 query behind a term's document frequency is the same whatever words the
+    process stemmed before (a warm server and a fresh command line must score a question the
+    same: tests/test_server.py compares them end to end)."""
+    from episteme.query.trace import fts_term, stem
+
+    before = {t: fts_term(t) for t in ("wors", "negativ", "reduc", "tru")}
+    for w in ("worse", "worsening", "negatives", "reduced", "reducing", "truly", "true"):
+        stem(w)
+    assert {t: fts_term(t) for t in before} == before
+    assert fts_term("reduc") == '"reduc"*' and fts_term("tru") == '"tru"'

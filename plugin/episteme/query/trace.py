@@ -128,38 +128,23 @@ def _undouble(root: str) -> str:
     return root
 
 
-#: stem -> the first word seen that makes it (bounded), for :func:`fts_term`
-_SURFACE: dict[str, str] = {}
-_SURFACE_MAX = 200_000
-
-
 def fts_term(term: str) -> str:
-    """The FTS5 query that counts the passages holding a (stemmed) ``term``.  FTS5 runs its
-    Porter stemmer on the query too, and our stem is no Porter stem: Porter cuts the final "s"
-    of our "wors" (worse) to "wor", a prefix of "work"; our "negativ" is no prefix of Porter's
-    "neg"; our "tru" is not Porter's "true".  So: a word that makes the stem, as FTS5 reads it
-    (Porter's class of that word), or the stem as a prefix (4+ letters: the other words of the
-    class, "vanish" for "vanishingly" when the passages say "vanishing"), unless it ends in
-    an "s" Porter would cut."""
-    def quoted(w: str) -> str:
-        return '"' + w.replace('"', '""') + '"'
+    """The FTS5 query that counts the passages holding a (stemmed) ``term``: the stem as a
+    prefix (4+ letters; FTS5 runs its Porter stemmer on the query too, which our stems are
+    mostly prefixes of).
 
-    prefix = quoted(term) + ("*" if len(term) >= 4 and not term.isdigit() else "")
-    word = _SURFACE.get(term)
-    if word is None or word == term:
-        return prefix
-    if term.endswith("s") and not term.endswith("ss"):
-        return quoted(word)
-    return f"{quoted(word)} OR {prefix}"
+    Why a function of the stem alone: a document frequency that also depended on which word of
+    the stem a process had met first (an earlier version queried that word) made the same
+    question score differently in a warm server and a fresh command line.  The known cost:
+    where Porter cuts our stem further ("wors" -> "wor", a prefix of "work") the count is too
+    high, so the term weighs a little less than it should."""
+    return '"' + term.replace('"', '""') + '"' + ("*" if len(term) >= 4 and not term.isdigit() else "")
 
 
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """See :func:`_stem` (cached; remembers a word for each stem, for :func:`fts_term`)."""
-    r = _stem(word)
-    if len(_SURFACE) < _SURFACE_MAX:
-        _SURFACE.setdefault(r, word.lower())
-    return r
+    """See :func:`_stem` (cached)."""
+    return _stem(word)
 
 
 def _stem(word: str) -> str:
