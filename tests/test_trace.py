@@ -363,14 +363,18 @@ def test_the_passage_supporting_the_whole_answer_outranks_one_fitting_one_claim(
     assert one.answer_order() == [0, 1]
 
 
-def test_document_frequency_query_depends_on_the_stem_alone():
-    """The FTS5 query behind a term's document frequency is the same whatever words the
-    process stemmed before (a warm server and a fresh command line must score a question the
-    same: tests/test_server.py compares them end to end)."""
-    from episteme.query.trace import fts_term, stem
+def test_document_frequency_query_depends_on_the_text_alone():
+    """The FTS5 query behind a term's document frequency comes from the stem and the words of
+    the text asked about, whatever the process stemmed before (a warm server and a fresh
+    command line must score a question the same: tests/test_server.py compares them end to
+    end)."""
+    from episteme.query.trace import fts_term, stem, surface_words
 
     before = {t: fts_term(t) for t in ("wors", "negativ", "reduc", "tru")}
     for w in ("worse", "worsening", "negatives", "reduced", "reducing", "truly", "true"):
         stem(w)
     assert {t: fts_term(t) for t in before} == before
     assert fts_term("reduc") == '"reduc"*' and fts_term("tru") == '"tru"'
+    surface = surface_words(["It got worse, then worse again."])
+    assert surface[stem("worse")] == "worse"
+    assert fts_term(stem("worse"), surface[stem("worse")]) == '"worse"'  # Porter would cut "wors"

@@ -421,7 +421,8 @@ class OfflineAnswerer:
             # a letters-and-digits word also counts as known by its letters: "WMT14" is
             # written "WMT 2014"; "CASP14" is not known by "casp"
             letters = {w: re.sub(r"\d+", "", w) for w in parts}
-            df = self.tracer._doc_freq({stem(x) for w in parts for x in (w, letters[w]) if x})
+            surface = {stem(x): x for w in parts for x in (w, letters[w]) if x}
+            df = self.tracer._doc_freq(set(surface), surface)
             if any(df.get(stem(w), 0) == 0 and (len(letters[w]) < 3 or df.get(stem(letters[w]), 0) == 0)
                    for w in parts):
                 out.append(token)
@@ -662,15 +663,15 @@ class OfflineAnswerer:
         part; otherwise its passage's cosine stands in."""
         import numpy as np
 
-        from .trace import content_terms
+        from .trace import content_terms, surface_words
 
         qtype = expected_type(question)
         limitation = bool(_LIMITATION_Q.search(question))
         comparison = bool(_COMPARISON_Q.search(question))
         qterms = content_terms(question)
         if self.tracer is not None:
-            self.tracer._doc_freq(qterms)
-            weights = {t: self.tracer._idf(t) for t in qterms}
+            df = self.tracer._doc_freq(qterms, surface_words([question]))
+            weights = {t: self.tracer._idf(t, df) for t in qterms}
         else:
             weights = dict.fromkeys(qterms, 1.0)
         total = sum(weights.values()) or 1.0

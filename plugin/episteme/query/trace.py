@@ -128,17 +128,36 @@ def _undouble(root: str) -> str:
     return root
 
 
-def fts_term(term: str) -> str:
-    """The FTS5 query that counts the passages holding a (stemmed) ``term``: the stem as a
-    prefix (4+ letters; FTS5 runs its Porter stemmer on the query too, which our stems are
-    mostly prefixes of).
+def fts_term(term: str, word: str | None = None) -> str:
+    """The FTS5 query that counts the passages holding a (stemmed) ``term``, ``word`` being a
+    word of the text asked about that makes the stem.  FTS5 runs its Porter stemmer on the
+    query too, and our stem is no Porter stem: Porter cuts the final "s" of our "wors" (worse)
+    to "wor", a prefix of "work"; our "negativ" is no prefix of Porter's "neg"; our "tru" is
+    not Porter's "true".  So: ``word`` as FTS5 reads it (Porter's class of that word), or the
+    stem as a prefix (4+ letters: the other words of the class, "vanish" for "vanishingly" when
+    the passages say "vanishing"), unless it ends in an "s" Porter would cut.
 
-    Why a function of the stem alone: a document frequency that also depended on which word of
-    the stem a process had met first (an earlier version queried that word) made the same
-    question score differently in a warm server and a fresh command line.  The known cost:
-    where Porter cuts our stem further ("wors" -> "wor", a prefix of "work") the count is too
-    high, so the term weighs a little less than it should."""
-    return '"' + term.replace('"', '""') + '"' + ("*" if len(term) >= 4 and not term.isdigit() else "")
+    Why the word comes from the caller's own text (:func:`surface_words`), never from what the
+    process met before: a document frequency that depended on history made the same question
+    score differently in a warm server and a fresh command line."""
+    def quoted(w: str) -> str:
+        return '"' + w.replace('"', '""') + '"'
+
+    prefix = quoted(term) + ("*" if len(term) >= 4 and not term.isdigit() else "")
+    if word is None or word == term:
+        return prefix
+    if term.endswith("s") and not term.endswith("ss"):
+        return quoted(word)
+    return f"{quoted(word)} OR {prefix}"
+
+
+def surface_words(texts: Iterable[str]) -> dict[str, str]:
+    """Stem -> the first word of ``texts`` that makes it (for :func:`fts_term`)."""
+    out: dict[str, str] = {}
+    for text in texts:
+        for w in words(text):
+            out.setdefault(stem(w), w)
+    return out
 
 
 @functools.lru_cache(maxsize=65536)
@@ -584,24 +603,24 @@ class Tracer:
                 break
         return out[:limit * 2]
 
-    def _doc_freq(self, terms: Iterable[str]) -> dict[str, int]:
-        """How many passages contain each (stemmed) term, via FTS5 (cached per tracer)."""
+    def _doc_freq(self, terms: Iterable[str], surface: dict[str, str] | None = None) -> dict[str, int]:
+        """How many passages contain each (stemmed) term, via FTS5 (:func:`fts_term`, with the
+        words ``surface`` gives; cached per tracer by query).  Pass the result to :meth:`_idf`."""
+        surface = surface or {}
         out = {}
-        todo = [t for t in terms if t not in self._df]
         with self._db_lock:
-            for t in todo:
-                # a word of the stem as a prefix: FTS5's porter tokens are matched by the
-                # prefix, which is close enough for an IDF
-                q = fts_term(t)
-                try:
-                    n = self.store.conn.execute(
-                        "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (q,)
-                    ).fetchone()[0]
-                except Exception:
-                    n = 0
-                self._df[t] = int(n)
             for t in terms:
-                out[t] = self._df[t]
+                q = fts_term(t, surface.get(t))
+                n = self._df.get(q)
+                if n is None:
+                    try:
+                        n = int(self.store.conn.execute(
+                            "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (q,)
+                        ).fetchone()[0])
+                    except Exception:
+                        n = 0
+                    self._df[q] = n
+                out[t] = n
         return out
 
     def table_grid(self, passage: dict, values=None):
@@ -674,9 +693,10 @@ class Tracer:
             self._names[ck] = found
         return found
 
-    def _idf(self, term: str) -> float:
+    def _idf(self, term: str, df: dict[str, int]) -> float:
+        """The IDF of ``term`` from ``df`` (what :meth:`_doc_freq` returned for this text)."""
         n = self._n_passages
-        return math.log((n + 1) / (self._df.get(term, 0) + 0.5))
+        return math.log((n + 1) / (df.get(term, 0) + 0.5))
 
     def _passages(self, ids: Sequence[str]) -> dict[str, dict]:
         ids = list(dict.fromkeys(ids))
@@ -805,7 +825,9 @@ class Tracer:
         sents = _passage_sentences(passage)
         if len(sents) <= 1:
             return passage.strip()
-        weights = {t: self._idf(t) for t in content_terms(claim)}
+        terms = content_terms(claim)
+        df = self._doc_freq(terms, surface_words([claim]))
+        weights = {t: self._idf(t, df) for t in terms}
         cwords = words(claim)
         covers = [sum(w for t, w in weights.items() if t in terms) for _a, _b, terms, _pos in sents]
         i = max(range(len(sents)), key=lambda k: (covers[k], longest_common_run(cwords, sents[k][3]), -k))
@@ -855,13 +877,13 @@ class Tracer:
         P = matrix[[row_of[i] for i in ids]] if ids else np.zeros((0, self.embedder.dim), np.float32)
         sim = vecs @ P.T if len(ids) else np.zeros((len(claims), 0), dtype=np.float32)
         terms_per_claim = [content_terms(c) for c in claims]
-        self._doc_freq({t for ts in terms_per_claim for t in ts})
+        df = self._doc_freq({t for ts in terms_per_claim for t in ts}, surface_words(claims))
         info_mass = np.zeros(len(claims), dtype=np.float32)
         pindex = [_passage_index(info[i]["text"]) for i in ids]
         cover_rows: list[list[float]] = []
         run_rows: list[list[int]] = []
         for ci, claim in enumerate(claims):
-            weights = [(t, self._idf(t)) for t in terms_per_claim[ci]]
+            weights = [(t, self._idf(t, df)) for t in terms_per_claim[ci]]
             total = sum(w for _t, w in weights)
             info_mass[ci] = total
             cwords = words(claim)
