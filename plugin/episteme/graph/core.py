@@ -45,7 +45,7 @@ from typing import Any
 
 from ..errors import NotFoundError, UsageError
 from ..wiki.frontmatter import frontmatter_aliases, frontmatter_tags, frontmatter_title
-from ..wiki.links import NO_LINKS, LinkList, link_lines, normalize_target, scan_link_offsets
+from ..wiki.links import NO_LINKS, LinkList, link_lines, normalize_target, scan_links
 from ..wiki.page import Page, read_body
 from ..wiki.scan import Visitor, scan
 from ..wiki.schema import TIERS, Schema, compute_tier, load_schema
@@ -383,11 +383,11 @@ class WikiGraph:
             ks = list(compress(range(len(codes)), map((0).__gt__, codes)))
             lines = link_lines(body, first, targets, ks)
             if lines is None:
-                links = scan_link_offsets(body, first)
+                links = scan_links(body, first)
                 if links.targets != targets:  # changed since the scan
                     self._resolve_links(i, links.pairs(), by_text, True)
                     continue
-                lines = list(map(links.line, ks))
+                lines = [links.lines[k] for k in ks]
             seen: set[str] = set()
             for k, line in zip(ks, lines, strict=True):
                 target, c = targets[k], codes[k]

@@ -26,25 +26,10 @@ from typing import Any
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def name_index(ids: list[str], titles: list[str | None]) -> dict[str, int]:
-    """Each page's title and file stem, lowercased -> the first node (in id order) with that
-    name.  ``titles[i]``: the frontmatter title of ``ids[i]`` (``None``: no title, so the stem
-    stands for it, as :attr:`episteme.wiki.page.Page.title` says)."""
-    names: dict[str, int] = {}
-    put = names.setdefault
-    for i, pid in enumerate(ids):
-        stem = pid[pid.rfind("/") + 1 :]
-        if stem.endswith(".md"):
-            stem = stem[:-3]
-        t = titles[i]
-        put((stem if t is None else t).lower(), i)
-        put(stem.lower(), i)
-    return names
-
-
-def name_index_lower(stems: list[str], titles: list[str | None]) -> dict[str, int]:
-    """:func:`name_index` from names already lowercased: ``stems[i]`` and ``titles[i]``
-    (``None``: no title) of node ``i``, as the graph's name index holds them."""
+def name_index(stems: list[str], titles: list[str | None]) -> dict[str, int]:
+    """Each page's title and file stem -> the first node (in id order) with that name, from
+    names already lowercased: ``stems[i]`` and ``titles[i]`` (``None``: no title, so the stem
+    stands for it) of node ``i``, as the graph's name index holds them."""
     names: dict[str, int] = {}
     put = names.setdefault
     for i, (stem, t) in enumerate(zip(stems, titles, strict=True)):
@@ -128,7 +113,7 @@ class Suggester:
     def names(self) -> dict[str, int]:
         if self._names is None:
             g = self._graph
-            self._names = name_index_lower(g.names_by_node("stem"), g.names_by_node("title"))
+            self._names = name_index(g.names_by_node("stem"), g.names_by_node("title"))
         return self._names
 
     def word_index(self) -> dict[str, list[str]]:

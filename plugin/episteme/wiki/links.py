@@ -212,47 +212,6 @@ _group_1 = itemgetter(1)
 _Match_start = re.Match.start
 
 
-class LinkOffsets:
-    """A page's link targets (as :func:`scan_links` finds them) with each link's line counted
-    only when asked for (:meth:`line`).  Why: a caller that needs the lines of a few links (the
-    graph's dangling ones) spares counting and storing the lines of all the others."""
-
-    __slots__ = ("targets", "_body", "_starts", "_first", "_lines")
-
-    def __init__(self, targets: tuple[str, ...], body: bytes, starts: list[int] | None,
-                 first_line: int, lines: array | None = None):
-        self.targets = targets
-        self._body, self._starts, self._first, self._lines = body, starts, first_line, lines
-
-    def line(self, k: int) -> int:
-        """The 1-based line of the ``k``-th link (``scan_links(...).lines[k]``)."""
-        if self._lines is not None:
-            return self._lines[k]
-        return self._first + self._body.count(b"\n", 0, self._starts[k])  # type: ignore[index]
-
-    def pairs(self) -> Iterator[tuple[str, int]]:
-        """``(target, line)`` pairs, as :meth:`LinkList.pairs`."""
-        return zip(self.targets, map(self.line, range(len(self.targets))), strict=True)
-
-
-def scan_link_offsets(body: bytes, first_line: int = 1) -> LinkOffsets:
-    """:func:`scan_links` with the lines left to :meth:`LinkOffsets.line` (a body without
-    code: one ``finditer``; a body with code is scanned by :func:`scan_links` itself)."""
-    if body.find(b"[[") < 0:
-        return LinkOffsets((), body, [], first_line)
-    if _BACKTICK in body or (_TILDE in body and body.find(b"~~~") >= 0):
-        ll = _code_links(body, first_line)
-        return LinkOffsets(ll.targets, body, None, first_line, ll.lines)
-    matches = list((_LINK_TEXT_NO_EMBED if _BACKSLASH in body else _LINK_HEAD).finditer(body))
-    got = list(map(_NORMALIZED.get, map(_group_1, matches)))
-    if None in got:
-        for k, t in enumerate(got):
-            if t is None:
-                got[k] = _normalize_raw(matches[k][1])
-    starts = list(compress(map(_Match_start, matches), got))
-    return LinkOffsets(tuple(compress(got, got)), body, starts, first_line)
-
-
 def link_line(body: bytes, first_line: int, targets: tuple[str, ...], k: int) -> int | None:
     """The line of the ``k``-th link of ``body``: :func:`link_lines` for one link."""
     lines = link_lines(body, first_line, targets, [k])

@@ -103,18 +103,11 @@ def read_page(root: str | os.PathLike, page_id: str) -> Page:
     return parse_page(page_id, path, read_bytes(path))
 
 
-def read_links(root: str | os.PathLike, page_id: str) -> LinkList:
-    """A page's links with their line numbers, exactly as :func:`parse_page` finds them,
-    without parsing its frontmatter (only where the body starts matters)."""
-    data = strip_bom(read_bytes(os.path.join(os.fspath(root), page_id)))
-    offset, line = body_start(data)
-    return scan_links(data[offset:], line) if offset else scan_links(data, 1)
-
-
 def read_body(root: str | os.PathLike, page_id: str) -> tuple[bytes, int]:
     """A page file's body (its bytes after the frontmatter, without BOM) and the 1-based file
-    line it starts on: what :func:`~episteme.wiki.links.scan_link_offsets` or
-    :func:`~episteme.wiki.links.link_line` take, as :func:`read_links` reads them."""
+    line it starts on: what :func:`~episteme.wiki.links.scan_links` and
+    :func:`~episteme.wiki.links.link_lines` take (only where the body starts matters, so the
+    frontmatter is not parsed)."""
     data = strip_bom(read_bytes(os.path.join(os.fspath(root), page_id)))
     offset, line = body_start(data)
     return (data[offset:], line) if offset else (data, 1)
