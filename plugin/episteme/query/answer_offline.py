@@ -422,7 +422,7 @@ class OfflineAnswerer:
             # written "WMT 2014"; "CASP14" is not known by "casp"
             letters = {w: re.sub(r"\d+", "", w) for w in parts}
             surface = {stem(x): x for w in parts for x in (w, letters[w]) if x}
-            df = self.tracer._doc_freq(set(surface), surface)
+            df = self.tracer.doc_freq(set(surface), surface)
             if any(df.get(stem(w), 0) == 0 and (len(letters[w]) < 3 or df.get(stem(letters[w]), 0) == 0)
                    for w in parts):
                 out.append(token)
@@ -670,8 +670,8 @@ class OfflineAnswerer:
         comparison = bool(_COMPARISON_Q.search(question))
         qterms = content_terms(question)
         if self.tracer is not None:
-            df = self.tracer._doc_freq(qterms, surface_words([question]))
-            weights = {t: self.tracer._idf(t, df) for t in qterms}
+            df = self.tracer.doc_freq(qterms, surface_words([question]))
+            weights = {t: self.tracer.idf(t, df) for t in qterms}
         else:
             weights = dict.fromkeys(qterms, 1.0)
         total = sum(weights.values()) or 1.0

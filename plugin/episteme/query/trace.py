@@ -114,7 +114,7 @@ def _has_vowel(s: str) -> bool:
 def _short_cvc(s: str) -> bool:
     """A 3-letter root consonant-vowel-consonant ("bas", "tim", "hop"): its word ends in an "e"
     ("base", "time", "hope"), kept so the stem stays 4 letters (and a prefix of what FTS5's
-    Porter stemmer makes of the word, which :meth:`Tracer._doc_freq` relies on)."""
+    Porter stemmer makes of the word, which :meth:`Tracer.doc_freq` relies on)."""
     return (len(s) == 3 and s[0] not in "aeiou" and s[1] in "aeiouy" and s[2] not in "aeiouwxy")
 
 
@@ -162,11 +162,6 @@ def surface_words(texts: Iterable[str]) -> dict[str, str]:
 
 @functools.lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """See :func:`_stem` (cached)."""
-    return _stem(word)
-
-
-def _stem(word: str) -> str:
     """A small suffix stripper, applied to claim and passage words alike, so a word meets its
     inflections: "reduce" / "reduced" / "reduces" / "reducing" -> "reduc", "study" / "studied" /
     "studies" -> "studi", "stop" / "stopped" -> "stop", "use" / "used" / "using" -> "use",
@@ -603,9 +598,9 @@ class Tracer:
                 break
         return out[:limit * 2]
 
-    def _doc_freq(self, terms: Iterable[str], surface: dict[str, str] | None = None) -> dict[str, int]:
+    def doc_freq(self, terms: Iterable[str], surface: dict[str, str] | None = None) -> dict[str, int]:
         """How many passages contain each (stemmed) term, via FTS5 (:func:`fts_term`, with the
-        words ``surface`` gives; cached per tracer by query).  Pass the result to :meth:`_idf`."""
+        words ``surface`` gives; cached per tracer by query).  Pass the result to :meth:`idf`."""
         surface = surface or {}
         out = {}
         with self._db_lock:
@@ -693,8 +688,8 @@ class Tracer:
             self._names[ck] = found
         return found
 
-    def _idf(self, term: str, df: dict[str, int]) -> float:
-        """The IDF of ``term`` from ``df`` (what :meth:`_doc_freq` returned for this text)."""
+    def idf(self, term: str, df: dict[str, int]) -> float:
+        """The IDF of ``term`` from ``df`` (what :meth:`doc_freq` returned for this text)."""
         n = self._n_passages
         return math.log((n + 1) / (df.get(term, 0) + 0.5))
 
@@ -826,8 +821,8 @@ class Tracer:
         if len(sents) <= 1:
             return passage.strip()
         terms = content_terms(claim)
-        df = self._doc_freq(terms, surface_words([claim]))
-        weights = {t: self._idf(t, df) for t in terms}
+        df = self.doc_freq(terms, surface_words([claim]))
+        weights = {t: self.idf(t, df) for t in terms}
         cwords = words(claim)
         covers = [sum(w for t, w in weights.items() if t in terms) for _a, _b, terms, _pos in sents]
         i = max(range(len(sents)), key=lambda k: (covers[k], longest_common_run(cwords, sents[k][3]), -k))
@@ -877,13 +872,13 @@ class Tracer:
         P = matrix[[row_of[i] for i in ids]] if ids else np.zeros((0, self.embedder.dim), np.float32)
         sim = vecs @ P.T if len(ids) else np.zeros((len(claims), 0), dtype=np.float32)
         terms_per_claim = [content_terms(c) for c in claims]
-        df = self._doc_freq({t for ts in terms_per_claim for t in ts}, surface_words(claims))
+        df = self.doc_freq({t for ts in terms_per_claim for t in ts}, surface_words(claims))
         info_mass = np.zeros(len(claims), dtype=np.float32)
         pindex = [_passage_index(info[i]["text"]) for i in ids]
         cover_rows: list[list[float]] = []
         run_rows: list[list[int]] = []
         for ci, claim in enumerate(claims):
-            weights = [(t, self._idf(t, df)) for t in terms_per_claim[ci]]
+            weights = [(t, self.idf(t, df)) for t in terms_per_claim[ci]]
             total = sum(w for _t, w in weights)
             info_mass[ci] = total
             cwords = words(claim)
