@@ -116,20 +116,25 @@ def _worker_init() -> None:
         threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
-def _split_job(pdf: str, use_outline: bool, max_pages, max_bytes) -> tuple:
-    """Runs in a worker: ``("ok", SplitResult, seconds)`` or ``("error", message, kind)``.
-    Errors travel as strings: an exception class with a custom ``__init__`` does not unpickle."""
-    from .pipeline import split_paper
-
+def _outcome(work) -> tuple:
+    """``("ok", work(), seconds)``, or ``("error", message, kind)`` when it raises.  Errors
+    travel as strings: an exception class with a custom ``__init__`` does not unpickle."""
     started = time.monotonic()
     try:
-        res = split_paper(Path(pdf), use_outline=use_outline, max_pages=max_pages,
-                          max_bytes=max_bytes)
+        result = work()
     except EpistemeError as e:
         return ("error", e.message, getattr(e, "kind", None))
     except Exception as e:  # noqa: BLE001 - a pypdf crash on one file must not end the batch
         return ("error", f"{type(e).__name__}: {e}", "corrupt")
-    return ("ok", res, time.monotonic() - started)
+    return ("ok", result, time.monotonic() - started)
+
+
+def _split_job(pdf: str, use_outline: bool, max_pages, max_bytes) -> tuple:
+    """Runs in a worker: ``("ok", SplitResult, seconds)`` or ``("error", message, kind)``."""
+    from .pipeline import split_paper
+
+    return _outcome(lambda: split_paper(Path(pdf), use_outline=use_outline, max_pages=max_pages,
+                                        max_bytes=max_bytes))
 
 
 _WORKER_EMBEDDERS: dict = {}  # a worker process's embedder, loaded by its first paper
@@ -148,8 +153,7 @@ def _prepare_job(pdf: str, paper_id: str, sha: str | None, use_outline: bool, ma
     between threads, and a core is never idle while the parent waits for a split."""
     from .pipeline import prepare_split, sha256_bytes, split_paper
 
-    started = time.monotonic()
-    try:
+    def work():
         res = split_paper(Path(pdf), use_outline=use_outline, max_pages=max_pages,
                           max_bytes=max_bytes)
         emb = _WORKER_EMBEDDERS.get(model)
@@ -157,15 +161,12 @@ def _prepare_job(pdf: str, paper_id: str, sha: str | None, use_outline: bool, ma
             from ..stores.embedding import OnnxEmbedder
 
             emb = _WORKER_EMBEDDERS[model] = OnnxEmbedder(name=model, threads=threads)
-        if sha is None:
-            sha = sha256_bytes(Path(pdf).read_bytes())
-        prepared = prepare_split(paper_id, res, sha, emb)
+        digest = sha if sha is not None else sha256_bytes(Path(pdf).read_bytes())
+        prepared = prepare_split(paper_id, res, digest, emb)
         prepared.embeddings = emb.encode(prepared.documents, batch_size=32, progress=False)
-    except EpistemeError as e:
-        return ("error", e.message, getattr(e, "kind", None))
-    except Exception as e:  # noqa: BLE001 - a pypdf crash on one file must not end the batch
-        return ("error", f"{type(e).__name__}: {e}", "corrupt")
-    return ("ok", prepared, time.monotonic() - started)
+        return prepared
+
+    return _outcome(work)
 
 
 def worker_model(embedder, jobs: int) -> tuple[str, int] | None:
