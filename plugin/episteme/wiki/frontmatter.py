@@ -88,6 +88,7 @@ def frontmatter_aliases(props: dict[str, Any]) -> list[str]:
 _NULLS = frozenset({"", "~", "null", "Null", "NULL"})
 _TRUE = frozenset({"yes", "Yes", "YES", "true", "True", "TRUE", "on", "On", "ON"})
 _FALSE = frozenset({"no", "No", "NO", "false", "False", "FALSE", "off", "Off", "OFF"})
+_WORDS = _NULLS | _TRUE | _FALSE
 _INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)\Z")
 _FLOAT = re.compile(r"[0-9]+\.[0-9]+\Z")
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})\Z")
@@ -120,18 +121,21 @@ _FALLBACK = object()
 
 
 def _plain_scalar(s: str, flow: bool) -> Any:
-    """Resolve a plain (unquoted) scalar the way PyYAML's SafeLoader would, or ``_FALLBACK``."""
-    if s in _NULLS:
-        return None if not flow or s else _FALLBACK
-    if s in _TRUE:
-        return True
-    if s in _FALSE:
-        return False
-    if " #" in s or ": " in s or s.endswith(":") or "\t" in s:
+    """Resolve a plain (unquoted) scalar the way PyYAML's SafeLoader would, or ``_FALLBACK``.
+
+    The words PyYAML resolves (:data:`_WORDS`) are asked once, and a scalar starting with a
+    letter, the most common kind by far, returns before the digit checks."""
+    if s in _WORDS:
+        if s in _NULLS:
+            return None if not flow or s else _FALLBACK
+        return s in _TRUE
+    if " #" in s or ": " in s or s[-1] == ":" or "\t" in s:  # (s is not "": _NULLS holds it)
         return _FALLBACK
     if flow and ("#" in s or ":?" in s or s[0] in "-?:"):  # PyYAML: ":?" inside a flow scalar is an error
         return _FALLBACK
     c = s[0]
+    if c.isalpha() or c in "_(/$":
+        return s
     if c.isdigit():
         if _INT.match(s):
             return int(s)
@@ -148,8 +152,6 @@ def _plain_scalar(s: str, flow: bool) -> Any:
         return s
     if c in "-+":
         return int(s) if _INT.match(s) else _FALLBACK
-    if c.isalpha() or c in "_(/$":
-        return s
     return _FALLBACK
 
 
@@ -313,9 +315,11 @@ def fast_frontmatter(block: str) -> dict[str, Any] | None:
                 _TYPED_VALUES[value] = tuple(v) if type(v) is list else v
         elif type(v) is tuple:
             v = list(v)
-        # remember lines likely to repeat: not long strings (titles), and once full, keep what
-        # is there (the common lines come early; clearing would make big wikis thrash)
-        if len(_LINE_CACHE) < 50_000 and len(line) <= 100 and (type(v) is not str or len(v) <= 24):
+        # remember lines likely to repeat: not titles (each page has its own) nor long strings,
+        # and once full, keep what is there (the common lines come early; clearing would make
+        # big wikis thrash)
+        if (len(_LINE_CACHE) < 50_000 and len(line) <= 100 and key != "title"
+                and (type(v) is not str or len(v) <= 24)):
             _LINE_CACHE[line] = (key, tuple(v) if type(v) is list else v)
         props[key] = v
     return props
@@ -357,7 +361,7 @@ def _top_value(value: str) -> Any:
         return _quoted(value)
     if c in "{&*!|>%@`?:,]}#":
         return _FALLBACK
-    return _plain_scalar(value, flow=False)
+    return _plain_scalar(value, False)
 
 
 _yaml_loader = None
