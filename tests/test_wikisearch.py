@@ -69,6 +69,30 @@ def test_refresh_picks_up_edits_and_removals(small_wiki, embedder):
     assert ids["Residual connections"] not in [s for s, _ in idx.semantic("residual identity shortcut", 10)]
 
 
+def test_term_frequencies_ask_fts5_as_the_tracer_does(small_wiki, embedder):
+    """A stem is asked through the question's own word: FTS5's Porter stemmer reads the stem
+    "wors" (worse) as "wor", a prefix of "work", so a bare prefix query counted every section
+    about work as one about being worse."""
+    from episteme.query.trace import stem, surface_words
+
+    wiki, ids = small_wiki
+    idx = WikiSectionIndex(wiki_settings(wiki), embedder)
+    idx.refresh()
+    with WikiWriter(wiki, op="test") as w:
+        w.update_section("gan", ids["Adversarial training game"],
+                         body="The generator gets worse when the discriminator wins early.")
+        w.update_section("resnet", ids["Residual connections"],
+                         body="Shortcuts work: deeper networks work as well as shallow ones.")
+    idx.refresh()
+    question = "When does the generator get worse?"
+    term, surface = stem("worse"), surface_words([question])
+    df, total = idx.term_df([term], surface)
+    assert total >= 2 and df[term] == 1
+    assert idx.term_df([term])[0][term] == 2  # the bare prefix: "work" counted too
+    pages = idx.pages_with(term, ["gan.md", "resnet.md"], surface[term])
+    assert pages == {"gan.md"}
+
+
 def test_index_is_deletable(small_wiki, embedder):
     wiki, ids = small_wiki
     settings = wiki_settings(wiki)

@@ -94,21 +94,22 @@ class Retriever:
         with the cosine similarity of the question and the section, scaled to 0..1."""
         import math
 
-        from .trace import content_terms, stem, words
+        from .trace import content_terms, stem, surface_words, words
 
         terms = content_terms(question)
         if not hits:
             return []
         if not terms:
             return [0.0 for _ in hits]
-        df, n = self.index.term_df(terms)
+        surface = surface_words([question])
+        df, n = self.index.term_df(terms, surface)
         idf = {t: math.log((n + 1) / (df.get(t, 0) + 0.5)) for t in terms}
         names = name_terms(question) & set(idf)
         name_mass = sum(idf[t] for t in names)
         # a name counts as present in a section when its page names it (a paper's sections
         # rarely repeat the name of its model)
         on_page: dict[str, set] = {
-            t: self.index.pages_with(t, [h.get("page") for h in hits if h.get("page")])
+            t: self.index.pages_with(t, [h.get("page") for h in hits if h.get("page")], surface.get(t))
             for t in names} if names and hasattr(self.index, "pages_with") else {}
         # an acronym the page spells out ("GAN" where the paper writes "generative adversarial
         # nets") is present too: its letters are the initials of consecutive words

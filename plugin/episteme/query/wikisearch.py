@@ -427,29 +427,37 @@ class WikiSectionIndex:
             ).fetchall()
         return [(r[0], float(r[1])) for r in rows]
 
-    def term_df(self, terms: Iterable[str]) -> tuple[dict[str, int], int]:
+    def term_df(self, terms: Iterable[str], surface: dict[str, str] | None = None
+                ) -> tuple[dict[str, int], int]:
         """``({term: number of sections containing it}, number of sections)``: document
-        frequencies for an absolute relevance score (prefix match, as our stems are light)."""
+        frequencies for an absolute relevance score.  Each (stemmed) term is asked as
+        :func:`~episteme.query.trace.fts_term` asks the passages, with ``surface`` (stem -> a
+        word of the question that makes it, :func:`~episteme.query.trace.surface_words`) so
+        that FTS5's own Porter stemmer cannot turn a stem into a prefix of other words."""
+        from .trace import fts_term
+
+        surface = surface or {}
         out: dict[str, int] = {}
         with self._lock:
             db = self._db()
             total = int(db.execute("SELECT count(*) FROM sections").fetchone()[0])
             for t in terms:
-                q = '"' + t.replace('"', '""') + '"' + ("*" if len(t) >= 4 and not t.isdigit() else "")
                 try:
                     out[t] = int(db.execute("SELECT count(*) FROM sections_fts WHERE sections_fts "
-                                            "MATCH ?", (q,)).fetchone()[0])
+                                            "MATCH ?", (fts_term(t, surface.get(t)),)).fetchone()[0])
                 except sqlite3.Error:
                     out[t] = 0
         return out, total
 
-    def pages_with(self, term: str, pages: Iterable[str]) -> set[str]:
-        """Which of ``pages`` have a section containing ``term`` (a light stem, matched as a
-        prefix like :meth:`term_df`): a page names a thing even where one section does not."""
+    def pages_with(self, term: str, pages: Iterable[str], word: str | None = None) -> set[str]:
+        """Which of ``pages`` have a section containing ``term`` (asked like :meth:`term_df`,
+        ``word`` being the question's word for it): a page names a thing even where one section
+        does not."""
+        from .trace import fts_term
+
         pages = list(dict.fromkeys(pages))
         if not pages or not term:
             return set()
-        q = '"' + term.replace('"', '""') + '"' + ("*" if len(term) >= 4 and not term.isdigit() else "")
         marks = ",".join("?" * len(pages))
         with self._lock:
             db = self._db()
@@ -457,7 +465,7 @@ class WikiSectionIndex:
                 rows = db.execute(
                     "SELECT DISTINCT s.page FROM sections_fts JOIN sections s ON s.pk = "
                     f"sections_fts.rowid WHERE sections_fts MATCH ? AND s.page IN ({marks})",
-                    [q, *pages]).fetchall()
+                    [fts_term(term, word), *pages]).fetchall()
             except sqlite3.Error:
                 return set()
         return {r[0] for r in rows}
