@@ -99,10 +99,12 @@ def ensure_written_wiki(papers_wiki: Path) -> Path:
     import shutil
 
     h = hashlib.sha256(papers_wiki.parent.name.encode())
-    for name in ("compile/writer.py", "compile/extractive.py", "wiki/edit.py", "wiki/sections.py"):
-        src = REPO / "plugin" / "episteme" / name
+    pkg = REPO / "plugin" / "episteme"
+    # every module of the paper -> wiki compiler (roles and key terms choose what is quoted),
+    # and the wiki files it writes through
+    for src in sorted(pkg.glob("compile/*.py")) + [pkg / "wiki" / "edit.py", pkg / "wiki" / "sections.py"]:
         if src.is_file():
-            h.update(src.read_bytes())
+            h.update(src.name.encode() + src.read_bytes())
     target = CACHE / f"written-{h.hexdigest()[:16]}"
     if not (target / "done").is_file():
         from episteme.compile.writer import write_paper

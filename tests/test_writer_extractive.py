@@ -646,3 +646,19 @@ def test_a_merge_checks_only_the_text_it_adds(writer_stages, tmp_path, embedder,
     assert merged
     # (the new paper's own new sections may have findings of their own: not this test's matter)
     assert [f for f in out["claim_findings"] if f["file"] in merged and f["rule"] != "claim-located"] == []
+
+
+@pytest.mark.parametrize("sentence, expected", [
+    # a finding stated in words, its numbers left to a table: a result
+    ("Overall, our findings indicate that the tuned planner clearly beats both heuristics.", True),
+    ("We find that sparse routing significantly improves recall on long queries.", True),
+    ("These experiments show that the cached variant is faster than the baseline.", True),
+    # a finding cue without a comparison, or a comparison without outcome, finding or number
+    ("Our results suggest a different explanation for the drift.", False),
+    ("The second encoder is better than the first one in some ways.", False),
+    ("We describe the planner and its two heuristics.", False),
+])
+def test_a_finding_that_compares_is_a_result(sentence: str, expected: bool):
+    from episteme.compile.roles import is_result
+
+    assert is_result(sentence) is expected

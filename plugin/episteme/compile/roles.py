@@ -90,6 +90,12 @@ _OUTCOME = re.compile(
     r"\b(achiev\w+|reach\w*|obtain\w*|attain\w*|scor\w+|yield\w*|result\w* in|leads? to|"
     r"accuracy|error|precision|recall|F1|BLEU|perplexity|top-1|top-5|AUC|mAP)\b", re.IGNORECASE)
 
+#: a sentence that reports what a study found ("our results suggest", "we find that")
+_FINDING = re.compile(
+    r"\b(?:(?:our|these|the|this) (?:results?|findings?|experiments?|analys[ie]s|evaluations?|"
+    r"stud(?:y|ies)) (?:suggest|show|indicate|demonstrate|confirm|reveal)\w*|"
+    r"we (?:find|found|observe[sd]?|show(?:ed)?|demonstrated?|conclude[sd]?) that)\b", re.IGNORECASE)
+
 _DEF_FORMS = (
     # "We define/call/refer to/denote X as/by Y", "we term X"
     re.compile(r"\b[Ww]e (?:define|call|refer to|denote|term|name)\s+(?P<term>[^,.;:]{2,60}?)"
@@ -144,9 +150,12 @@ def is_definition(sentence: str, key_words: set[str]) -> bool:
 
 
 def is_result(sentence: str) -> bool:
-    """A sentence that compares or reports an outcome: a comparison cue, or an outcome cue
-    with a quantity."""
-    if _COMPARE.search(sentence) and (quantities(sentence) or _OUTCOME.search(sentence)):
+    """A sentence that compares or reports an outcome: a comparison cue with a quantity, an
+    outcome cue or a finding cue ("our results suggest that A significantly outperforms B":
+    a study's conclusion often states its result in words, with the numbers in a table), or
+    an outcome cue with a quantity."""
+    if _COMPARE.search(sentence) and (quantities(sentence) or _OUTCOME.search(sentence)
+                                      or _FINDING.search(sentence)):
         return True
     return bool(_OUTCOME.search(sentence) and quantities(sentence))
 
