@@ -37,7 +37,9 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   hand-set ``evidence`` score, so refitting the ranking does not move them.
 * **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
-  formula debris and reference-list text are never candidates.
+  formula debris and reference-list text are never candidates.  A sentence over
+  :data:`MAX_WORDS` is quoted shortened when its main clause stands alone (its parenthetical
+  asides cut and marked, :func:`shortened_sentence`).
 * **Selection**: the best sentence leads; then maximal marginal relevance, with a small cost
   per word (more, shorter sentences within the word budget), a cost per sentence already taken
   from the same paper section (the topic-restating sentences crowd one section) and a gain for
