@@ -65,12 +65,18 @@ HELDOUT = REPO / "benchmarks" / "answer_heldout.jsonl"
 def miss_causes(engine, items: list[dict]) -> dict[str, int]:
     """Where each supported question's gold sentence is lost: ``hit`` (the answer holds it),
     ``paper not retrieved`` (no retrieved wiki section cites its paper), ``filtered`` (no
-    sentence of the paper holding it passes :func:`is_answer_sentence`, e.g. over 70 words),
+    sentence of the paper holding it passes :func:`is_answer_sentence` as it stands or
+    shortened, e.g. over 70 words with no aside to cut),
     ``not a candidate``, ``dropped`` (ranked in the top 4, then not chosen or dropped by the
     trace), ``ranked low`` (below the top 4 of the ranking)."""
     from collections import Counter
 
-    from episteme.query.answer_offline import _sentence_spans, clean_sentence, is_answer_sentence
+    from episteme.query.answer_offline import (
+        _sentence_spans,
+        clean_sentence,
+        is_answer_sentence,
+        shortened_sentence,
+    )
 
     off = engine.offline
     out: Counter = Counter()
@@ -89,7 +95,8 @@ def miss_causes(engine, items: list[dict]) -> dict[str, int]:
             sids = [r[0] for r in store.conn.execute(
                 "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
                 "('references', 'front')", (it["paper"],))]
-        quotable = any(is_answer_sentence(s) and hit(s, it["gold_quotes"])
+        quotable = any(hit(s, it["gold_quotes"]) and (
+                           is_answer_sentence(s) or hit(shortened_sentence(s) or "", it["gold_quotes"]))
                        for text, *_r in off._sections(sids).values()
                        for a, b in _sentence_spans(text) for s in [clean_sentence(text[a:b])])
         out["paper not retrieved" if it["paper"] not in papers else "filtered" if not quotable

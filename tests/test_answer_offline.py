@@ -393,3 +393,46 @@ def test_tracer_lends_its_store_under_its_lock(engine):
         assert not entered.wait(0.2)  # blocked while this block holds the store
     t.join(5)
     assert entered.is_set()
+
+
+def test_a_long_sentence_is_quoted_without_its_aside():
+    """A sentence over MAX_WORDS is no candidate as it stands; with its parenthetical aside
+    cut (and the cut marked) its main clause is, and still reads as one sentence.  Table text
+    read into a sentence does not become quotable by a cut."""
+    from episteme.query.answer_offline import ELIDED, MAX_WORDS, shortened_sentence
+
+    aside = ("(for instance, the caching layer must never be flushed while a write is pending, "
+             "because a pending write that is lost leaves the replicas in states that no later "
+             "merge of their logs can reconcile without the help of a human operator on call)")
+    long = ("The main costs of the design are that every update is written twice and that "
+            f"replicas must agree on a clock {aside}, much as a database must order its commits.")
+    assert len(long.split()) > MAX_WORDS and not is_answer_sentence(long)
+    short = shortened_sentence(long)
+    assert short is not None and is_answer_sentence(short)
+    assert short.startswith("The main costs of the design") and short.endswith("its commits.")
+    assert ELIDED in short and "caching layer" not in short and " ," not in short
+    # the first clause of a long sentence, up to a semicolon, when no aside can be cut
+    clauses = ("The protocol sends each update to every site directly as soon as it is made "
+               "by the client; " + " ".join(["the sites then compare their logs"] * 12) + ".")
+    head = shortened_sentence(clauses)
+    assert head == ("The protocol sends each update to every site directly as soon as it is "
+                    "made by the client.")
+    assert shortened_sentence("A sentence within the limit (with an aside of some words).") is None
+    table = "Model BLEU " + " ".join(f"{i} 2{i}.4 (x{i})" for i in range(40)) + " results."
+    assert shortened_sentence(table) is None
+
+
+
+def test_long_sentences_of_the_papers_join_the_candidates_shortened(engine):
+    """A paper sentence over MAX_WORDS with an aside becomes a candidate with the aside cut;
+    it has no stored vector, so it is embedded at query time (its own cosine, not its
+    passage's)."""
+    from episteme.query.answer_offline import ELIDED
+
+    q = "What are the disadvantages of generative adversarial nets?"
+    retrieved = engine.retrieve(q)
+    ex = engine.offline.answer(q, retrieved["sections"], covered=True, explain=True)
+    short = [c for c in ex["candidates"] if ELIDED in c["text"]]
+    assert short, "no shortened candidate"
+    assert all(is_answer_sentence(c["text"]) for c in short)
+    assert any(c["dense"] == 1.0 for c in short)

@@ -37,7 +37,9 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   hand-set ``evidence`` score, so refitting the ranking does not move them.
 * **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
-  formula debris and reference-list text are never candidates.
+  formula debris and reference-list text are never candidates.  A sentence over
+  :data:`MAX_WORDS` is quoted shortened when its main clause stands alone (its parenthetical
+  asides cut and marked, :func:`shortened_sentence`).
 * **Selection**: the best sentence leads; then maximal marginal relevance, with a small cost
   per word (more, shorter sentences within the word budget), a cost per sentence already taken
   from the same paper section (the topic-restating sentences crowd one section) and a gain for
@@ -247,6 +249,34 @@ def is_answer_sentence(s: str) -> bool:
     return wordlike >= 0.5 * len(ws)
 
 
+#: a parenthetical aside of at least 4 words ("(in particular, G must not be trained ...)"),
+#: no nested parentheses; a formula's "(x)" or a citation's "(Smith, 2019)" is shorter or kept
+_ASIDE = re.compile(r"\s*\((?=(?:[^()]*\s){3})[^()]{12,}\)")
+ELIDED = "(…)"
+
+
+@functools.lru_cache(maxsize=20_000)
+def shortened_sentence(s: str) -> str | None:
+    """A sentence over :data:`MAX_WORDS` made quotable, or None: its parenthetical asides cut
+    (each marked :data:`ELIDED`, so the quote stays honest about the cut), else its first
+    clause up to a semicolon (ended with a full stop).  Why: a long sentence that states
+    the answer ("The disadvantages are primarily that ... (a 40-word aside), much as ...")
+    was never a candidate; its main clause usually stands alone.  The result must pass
+    :func:`is_answer_sentence` (a run-on of table text does not become quotable by a cut)."""
+    if len(s.split()) <= MAX_WORDS:
+        return None
+    cut = _ASIDE.sub(" " + ELIDED, s)
+    cut = re.sub(r"\s+([,.;:])", r"\1", cut)
+    if cut != s and is_answer_sentence(cut):
+        return cut
+    head = s.split("; ", 1)[0].rstrip(",:")
+    if head != s and len(head.split()) >= 2 * MIN_WORDS:
+        head += "."
+        if is_answer_sentence(head):
+            return head
+    return None
+
+
 @dataclass
 class Candidate:
     """One sentence that could go into the answer, with where it came from."""
@@ -272,6 +302,7 @@ class Candidate:
     stored_section: bool = False  # its section has stored sentence vectors (ingest's)
     prev_vec: object = None  # the stored vector of the sentence before it, when there is one
     qterms: dict = field(default_factory=dict)  # question term -> its share of the question
+    shortened: bool = False  # a long sentence cut short (no stored vector: embedded now)
 
 
 class OfflineAnswerer:
@@ -549,8 +580,12 @@ class OfflineAnswerer:
                 if a < a0 and (a0 - a) > (b - a) / 2:
                     continue  # mostly in the previous passage: that passage owns it
                 sent = clean_sentence(text[a:b])
+                short = None
                 if not is_answer_sentence(sent):
-                    continue
+                    short = shortened_sentence(sent)
+                    if short is None:
+                        continue
+                    sent = short
                 key = norm(sent)
                 prev = cands.get(key)
                 if prev is not None and prev.paper is not None:
@@ -566,6 +601,7 @@ class OfflineAnswerer:
                 c.first = k == 0
                 c.vec = svecs.get(a)
                 c.stored_section = info["section_id"] in stored
+                c.shortened = short is not None
                 cands[key] = c
         return list(cands.values())
 
@@ -725,7 +761,8 @@ class OfflineAnswerer:
         qvec = self._encode([question])[0]
         # a sentence of a section that has stored vectors but none for it (a table's rows,
         # a fragment) is not worth embedding now
-        missing = [i for i, c in enumerate(cands) if c.vec is None and not c.stored_section]
+        missing = [i for i, c in enumerate(cands)
+                   if c.vec is None and (c.shortened or not c.stored_section)]
         missing.sort(key=lambda i: -(cands[i].evidence + W_COS * cands[i].passage_cos))
         top = missing[:EMBED_TOP]
         if top:
