@@ -15,7 +15,6 @@ import datetime as _dt
 import os
 import re
 from collections import namedtuple
-from dataclasses import dataclass, field
 from json.encoder import encode_basestring as _json_str  # (C; what the encoder uses)
 from typing import Any
 
@@ -94,18 +93,37 @@ TIER_VALUES = ("pin", *TIERS)
 DEFAULT_DATE_FIELDS = ("created", "updated", "ingested_at", "published_at")
 
 
-@dataclass(slots=True)
 class Finding:
     """One problem.  ``file`` is relative to the wiki root (POSIX); ``line`` is 1-based, or
     ``None`` for files without lines (a PDF, a database).  ``data`` carries rule-specific
-    details (a suggestion, what a fix would write)."""
+    details (a suggestion, what a fix would write).
 
-    rule: str
-    severity: str
-    file: str
-    line: int | None
-    message: str
-    data: dict[str, Any] | None = None
+    A plain slotted class, like this module's other records, not a dataclass: ``dataclasses``
+    imports ``inspect``, about 8 ms of every lint run's start (see
+    :class:`episteme.wiki.page.Page`)."""
+
+    __slots__ = ("rule", "severity", "file", "line", "message", "data")
+
+    def __init__(self, rule: str, severity: str, file: str, line: int | None, message: str,
+                 data: dict[str, Any] | None = None):
+        self.rule = rule
+        self.severity = severity
+        self.file = file
+        self.line = line
+        self.message = message
+        self.data = data
+
+    def _key(self) -> tuple:
+        return (self.rule, self.severity, self.file, self.line, self.message, self.data)
+
+    def __eq__(self, other: object) -> bool:
+        return self._key() == other._key() if isinstance(other, Finding) else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  (mutable)
+
+    def __repr__(self) -> str:
+        return ("Finding(rule={!r}, severity={!r}, file={!r}, line={!r}, message={!r}, data={!r})"
+                .format(*self._key()))
 
     @property
     def fixable(self) -> bool:
@@ -203,27 +221,23 @@ def _readable_date(value: Any) -> bool:
 # ------------------------------------------------------------------------ per-page context
 
 
-@dataclass(slots=True)
 class PageRules:
     """What the per-page checks need to know: the enabled rules, SCHEMA.md's field
     definitions (``has_fields``: it defines any), the date fields."""
 
-    enabled: frozenset[str]
-    fields: dict[str, dict[str, Any]] = field(default_factory=dict)
-    has_fields: bool = False
-    date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS
+    __slots__ = ("enabled", "fields", "has_fields", "date_fields")
+
+    def __init__(self, enabled: frozenset[str], fields: dict[str, dict[str, Any]] | None = None,
+                 has_fields: bool = False, date_fields: tuple[str, ...] = DEFAULT_DATE_FIELDS):
+        self.enabled = enabled
+        self.fields = {} if fields is None else fields
+        self.has_fields = has_fields
+        self.date_fields = date_fields
 
 
-@dataclass(slots=True)
-class SectionInfo:
-    """A section marker as the index checks need it: id, 1-based line, description,
-    sources, and its heading (``title``)."""
-
-    id: str
-    line: int
-    description: str
-    sources: list[str]
-    title: str = ""
+SectionInfo = namedtuple("SectionInfo", ["id", "line", "description", "sources", "title"], defaults=[""])
+SectionInfo.__doc__ = """A section marker as the index checks need it: id, 1-based line,
+description, sources, and its heading (``title``)."""
 
 
 _KEY_RE = re.compile(rb"^([^\s#:'\"\-][^:\n]*?)[ \t]*:(?:[ \t]|$)", re.M)
