@@ -53,8 +53,14 @@ def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozen
     if not expected and md_text is None and json_text is None:
         return out  # not an episteme wiki (or an empty one): nothing to compare
     from ..errors import EpistemeError
-    from ..wiki.edit import pending_write
-    from ..wiki.index import INDEX_JSON, INDEX_MD, IndexEntry, parse_index_json, parse_index_md
+    from ..wiki.index import (
+        INDEX_JSON,
+        INDEX_MD,
+        IndexEntry,
+        parse_index_json,
+        parse_index_md,
+        pending_write,
+    )
 
     pending = pending_write(root)
     if pending is not None and "index-interrupted-write" in on:

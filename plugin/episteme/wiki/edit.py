@@ -52,6 +52,7 @@ from .frontmatter import NEVER_CLOSED_ERROR, parse_frontmatter, yaml_frontmatter
 from .index import (
     INDEX_JSON,
     INDEX_MD,
+    PENDING_FILE,
     IndexEntry,
     IndexMd,
     append_log,
@@ -61,6 +62,7 @@ from .index import (
     make_log_entry,
     parse_index_json,
     parse_index_md,
+    pending_write,
     read_index_json,
     read_index_md,
     render_index_json,
@@ -85,7 +87,6 @@ DEFAULT_PAGE_TYPE = "concept"
 MAX_TITLE_CHARS = 200
 MAX_DESCRIPTION_CHARS = 1000
 MAX_BODY_CHARS = 200_000
-PENDING_FILE = "pending-write.json"
 SEQ_FILE = "section_seq"
 
 SLUG_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -468,20 +469,6 @@ def _seq_floor(wiki: str | os.PathLike) -> int:
 
 def _allocation_floor(wiki: str | os.PathLike, index_json: Mapping[str, Any], index_md: IndexMd) -> int:
     return max(_seq_floor(wiki), _max_number(index_json), _max_number(index_md.entries))
-
-
-def pending_write(wiki: str | os.PathLike) -> dict | None:
-    """The marker an interrupted write left behind, or None."""
-    path = _data_dir(wiki) / PENDING_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        data = json.loads(text)
-        return data if isinstance(data, dict) else {"raw": text}
-    except json.JSONDecodeError:
-        return {"raw": text}
 
 
 def _clear_pending(wiki: str | os.PathLike) -> None:

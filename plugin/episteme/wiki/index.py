@@ -66,6 +66,28 @@ def section_sort_key(section_id: str) -> tuple[int, str]:
 # ---------------------------------------------------------------------------------- index.md
 
 
+#: The marker a wiki write leaves in ``.episteme/`` until it has finished
+#: (:class:`episteme.wiki.edit.WikiWriter` writes and clears it; lint and recovery read it).
+PENDING_FILE = "pending-write.json"
+
+
+def pending_write(wiki: str | os.PathLike) -> dict | None:
+    """The marker an interrupted write left behind, or None.  Here, beside the indexes it
+    says may be stale, rather than in :mod:`episteme.wiki.edit`: lint reads it, and importing
+    the writer (PyYAML's full import among the rest) cost a lint run ~30 ms of start-up."""
+    path = os.path.join(os.fspath(wiki), ".episteme", PENDING_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+        return data if isinstance(data, dict) else {"raw": text}
+    except json.JSONDecodeError:
+        return {"raw": text}
+
+
 @dataclass
 class IndexEntry:
     """One ``index.md`` entry: the section id, what it covers, its page and its sources."""
