@@ -106,12 +106,8 @@ class Finding:
 
     def __init__(self, rule: str, severity: str, file: str, line: int | None, message: str,
                  data: dict[str, Any] | None = None):
-        self.rule = rule
-        self.severity = severity
-        self.file = file
-        self.line = line
-        self.message = message
-        self.data = data
+        self.rule, self.severity, self.file = rule, severity, file
+        self.line, self.message, self.data = line, message, data
 
     def _key(self) -> tuple:
         return (self.rule, self.severity, self.file, self.line, self.message, self.data)
