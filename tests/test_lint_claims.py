@@ -76,6 +76,7 @@ title: T
 - [[papers/x|Global Counts vs Citations (D1,D3)]] (§6.1.1 Global Counts vs Citations (D1,D3); results)
 - [[papers/y|Data processing and analysis]] (Data processing and analysis; results)
 - p. 7, **Table IV**: Table IV
+- and 4 more in this section of the paper
 
 “Our first design goal aimed to direct attention to unexplored papers.” (§4.4 [D2] Familiar Papers; [[d2|(D2) Familiar Papers]])
 The model was trained for 3.5 days (p. 7) on eight GPUs (Table 3; Fig. 2).
@@ -85,7 +86,9 @@ The model was trained for 3.5 days (p. 7) on eight GPUs (Table 3; Fig. 2).
 def test_locators_are_citations_not_claims():
     """A locator ("p. 24, Figure 9:", "(p. 7)", "(§6.1.1 X (D1,D3); [[x|(D2) X]])") says where a
     sentence comes from: it is no claim and no number of one.  A caption quote that quotes a
-    column name inside is one quote; a quote left alone after its locator is a quote."""
+    column name inside is one quote; a quote left alone after its locator is a quote.  The
+    tail of a shortened list ("and 4 more in this section of the paper") counts what was left
+    out: no claim either."""
     units = section_units(page_sections(LOCATED_PAGE)[0])
     got = [(u.text, u.quote) for u in units]
     assert got == [

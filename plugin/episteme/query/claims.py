@@ -78,6 +78,9 @@ _HTML_COMMENT = re.compile(r"<!--.*?-->")
 # a field line of a paper page, as the writer puts them ("**Authors:** ...", "**Published:**
 # venue, year", "**Source:** `raw/x.pdf`"): bibliographic data read from the PDF, not a claim
 _FIELD_LINE = re.compile(r"^\s*\*\*(?:Authors|Published|Source):\*\*\s")
+#: the tail of a truncated list ("and 4 more in this section of the paper", "… and 12 more"):
+#: it counts the items left out, it says nothing a passage could support
+_MORE_ITEMS = re.compile(r"(?:\.\.\.|…)?\s*and \d[\d,]* more\b[^.!?\d()\[\]]*[.…]?", re.I)
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _ALNUM = re.compile(r"[^0-9a-z]+")
 
@@ -378,7 +381,7 @@ def section_units(sec: SectionText) -> list[Unit]:
             if not sent or sent.endswith(":") or len(_words(sent)) < MIN_WORDS:
                 continue
             if re.fullmatch(r"[\W\d_]*(?:[A-Za-z][\w.-]*[:\s][\W\d_]*)?", sent) or \
-                    _locators().fullmatch(sent.rstrip(".")):
+                    _locators().fullmatch(sent.rstrip(".")) or _MORE_ITEMS.fullmatch(sent):
                 continue
             units.append(Unit(sent, _line_at(offs, c.start)))
     return units
