@@ -10,6 +10,8 @@ import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from .wiki.files import DATA_DIR
+
 DEFAULT_LLM_MODEL = "claude-sonnet-5-5"
 DEFAULT_EMBEDDING_MODEL = "all-MiniLM-L6-v2"
 
@@ -57,7 +59,7 @@ class Settings:
     @property
     def data_dir(self) -> Path:
         """``<wiki>/.episteme``: derived state (stores, lock, caches)."""
-        return self.wiki / ".episteme"
+        return self.wiki / DATA_DIR
 
     @property
     def raw_dir(self) -> Path:
@@ -85,7 +87,7 @@ def load_settings(
         return v if v not in (None, "") else None
 
     wiki_path = Path(wiki or get("WIKI_PATH") or "wiki").expanduser().resolve()
-    data = wiki_path / ".episteme"
+    data = wiki_path / DATA_DIR
     sqlite_path = Path(overrides.pop("sqlite_path", None) or get("SQLITE_PATH") or data / "sections.db")
     chroma_path = Path(overrides.pop("chroma_path", None) or get("CHROMA_PATH") or data / "chroma")
     port = overrides.pop("chroma_port", None) or get("CHROMA_PORT")

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .errors import EpistemeError, UsageError
+from .wiki.files import DATA_DIR
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
@@ -91,7 +92,7 @@ def wiki_lock(wiki: str | os.PathLike, timeout: float = 600.0) -> Iterator[None]
     Re-entrant within one process (nested writers in one pipeline do not deadlock).  Waits up to
     ``timeout`` seconds for another process, then raises a clear error.
     """
-    lock_dir = Path(wiki) / ".episteme"
+    lock_dir = Path(wiki) / DATA_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
     key = str(lock_dir.resolve())
     depth = _HELD.get(key, 0)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cliutil import ArgumentParser, print_json, run_main
+from ..wiki.files import DATA_DIR, RAW_DIR
 
 STARTER_SCHEMA = Path(__file__).resolve().parent.parent / "data" / "SCHEMA.md"
 FILES = ("SCHEMA.md", "index.md", "index.json", "log.md")
@@ -36,7 +37,7 @@ def is_unstarted(wiki: Path) -> bool:
     """Missing, empty, or holding only what ingest itself makes (``raw/``, ``.episteme/``)."""
     if not wiki.exists():
         return True
-    return wiki.is_dir() and all(p.name in ("raw", ".episteme") for p in wiki.iterdir())
+    return wiki.is_dir() and all(p.name in (RAW_DIR, DATA_DIR) for p in wiki.iterdir())
 
 
 def init_wiki(wiki: str | os.PathLike) -> dict[str, Any]:

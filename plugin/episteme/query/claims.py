@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lint.rules import Finding, finding
+from ..wiki.files import DATA_DIR
 from ..wiki.sections import HEADING_RE, MARKER_RE
 
 #: Bump when what a cached result means changes (claim splitting, result layout).
@@ -476,7 +477,7 @@ class ClaimCache:
     """Per-section results in ``<wiki>/.episteme/claims-cache.json`` (written atomically)."""
 
     def __init__(self, root: str):
-        self.path = Path(root) / ".episteme" / CACHE_FILE
+        self.path = Path(root) / DATA_DIR / CACHE_FILE
         self.data: dict[str, Any] = {}
         try:
             raw = json.loads(self.path.read_text(encoding="utf-8"))

@@ -47,7 +47,7 @@ import yaml
 
 from ..errors import EpistemeError, NotFoundError, UsageError
 from ..fsutil import atomic_write_text, safe_join, sanitize_filename, slugify, wiki_lock
-from .files import is_structural, iter_page_files
+from .files import DATA_DIR, is_structural, iter_page_files
 from .frontmatter import NEVER_CLOSED_ERROR, parse_frontmatter, yaml_frontmatter
 from .index import (
     INDEX_JSON,
@@ -428,7 +428,7 @@ def write_lock(wiki: str | os.PathLike, timeout: float = 600.0):
 
 
 def _data_dir(wiki: str | os.PathLike) -> Path:
-    return Path(wiki) / ".episteme"
+    return Path(wiki) / DATA_DIR
 
 
 def _read_seq(wiki: str | os.PathLike) -> int | None:
@@ -483,16 +483,16 @@ def _remove_stale_temp_files(wiki: str | os.PathLike) -> list[str]:
     """Temp files an atomic write killed mid-way left behind (``.<name>.<random>.tmp``)."""
     root = Path(wiki)
     removed: list[str] = []
-    for rel in [*{str(Path(p).parent) for p in iter_page_paths(wiki)}, ".", ".episteme"]:
+    for rel in [*{str(Path(p).parent) for p in iter_page_paths(wiki)}, ".", DATA_DIR]:
         folder = root / rel
         if not folder.is_dir():
             continue
         for p in folder.iterdir():
             if p.is_file() and p.name.startswith(".") and p.name.endswith(".tmp"):
                 base = p.name[1:].split(".tmp")[0]
-                if rel == ".episteme" and not base.startswith((PENDING_FILE, SEQ_FILE)):
+                if rel == DATA_DIR and not base.startswith((PENDING_FILE, SEQ_FILE)):
                     continue  # other modules' files: not ours to judge
-                if rel != ".episteme" and ".md." not in base and ".json." not in base:
+                if rel != DATA_DIR and ".md." not in base and ".json." not in base:
                     continue
                 try:
                     p.unlink()

@@ -23,6 +23,9 @@ import stat
 STRUCTURAL_FILES = frozenset({"index.md", "log.md", "SCHEMA.md"})
 _STRUCTURAL_LOWER = frozenset(n.lower() for n in STRUCTURAL_FILES)
 RAW_DIR = "raw"
+#: The wiki's folder of derived state (stores, lock, write markers, caches); hidden, so never
+#: scanned for pages.
+DATA_DIR = ".episteme"
 #: The largest page read (bytes).  A real wiki page is a few kB; the cap keeps one hostile file
 #: from exhausting memory.
 MAX_PAGE_BYTES = 8 * 1024 * 1024

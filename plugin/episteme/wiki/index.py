@@ -36,6 +36,7 @@ from pathlib import Path
 
 from ..errors import EpistemeError
 from ..fsutil import append_text, atomic_write_text
+from .files import DATA_DIR
 from .sections import SECTION_ID_RE, section_number
 
 INDEX_MD = "index.md"
@@ -75,7 +76,7 @@ def pending_write(wiki: str | os.PathLike) -> dict | None:
     """The marker an interrupted write left behind, or None.  Here, beside the indexes it
     says may be stale, rather than in :mod:`episteme.wiki.edit`: lint reads it, and importing
     the writer (PyYAML's full import among the rest) cost a lint run ~30 ms of start-up."""
-    path = os.path.join(os.fspath(wiki), ".episteme", PENDING_FILE)
+    path = os.path.join(os.fspath(wiki), DATA_DIR, PENDING_FILE)
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
