@@ -221,7 +221,8 @@ def test_ranking_features_read_the_question_and_the_sentences_place(engine):
     assert cost.parts["dense"] == 1.0 and -1.0 <= cost.parts["cos"] <= 1.0  # embedded now
     # the ranking is the weighted sum of the features
     w = off.weights
-    assert cost.score == pytest.approx(sum(w.get(k, 0.0) * v for k, v in cost.parts.items()))
+    assert cost.score == pytest.approx(sum(w.get(k, 0.0) * v for k, v in cost.parts.items()
+                                           if k != "qa") + cost.parts["qa"])
 
 
 def test_the_fit_learns_which_feature_marks_the_answer():
@@ -330,6 +331,95 @@ def test_centred_cosine_rewards_the_aspect_asked_not_the_shared_topic():
     _centred_cosines(question, cands)
     assert answers.parts["ccos"] > restates.parts["ccos"]
     assert novec.parts["ccos"] == 0.0
+
+
+def test_answer_metric_weighs_the_directions_it_learned():
+    """``parts["qa"]``: the metric's weight on a direction decides which centred product
+    counts; the same candidates rank the other way round under the opposite metric, and a
+    candidate without a vector (or no metric) gets 0."""
+    import numpy as np
+    from episteme.query.answer_offline import METRIC_SCALE, _centred_cosines
+
+    rng = np.random.default_rng(3)
+    topic, first, second = np.eye(3, dtype=np.float32)
+    question = (topic + first + second) / np.sqrt(3)
+
+    def cands():
+        a = Candidate("along the first", None, None, "S", None, None, (0, 0, 0))
+        a.vec = (topic + first) / np.sqrt(2)
+        b = Candidate("along the second", None, None, "S", None, None, (0, 0, 1))
+        b.vec = (topic + second) / np.sqrt(2)
+        rest = []
+        for i in range(4):
+            c = Candidate(f"filler {i}", None, None, "S", None, None, (0, 1, i))
+            v = topic + 0.1 * rng.standard_normal(3).astype(np.float32)
+            c.vec = v / np.linalg.norm(v)
+            rest.append(c)
+        return a, b, [a, b, *rest, Candidate("no vector", None, None, "S", None, None, (0, 2, 0))]
+
+    a, b, all_ = cands()
+    _centred_cosines(question, all_, (0.0, 1.0, 0.0), products=True)
+    assert a.parts["qa"] > b.parts["qa"]
+    assert all_[-1].parts["qa"] == 0.0 and all_[-1].product is None
+    # the products are what the metric weighs: qa = METRIC_SCALE * metric . product
+    assert a.parts["qa"] == pytest.approx(METRIC_SCALE * float(a.product[1]), rel=1e-5)
+    a, b, all_ = cands()
+    _centred_cosines(question, all_, (0.0, -1.0, 0.0))
+    assert a.parts["qa"] < b.parts["qa"] and a.product is None  # products only when asked
+    a, b, all_ = cands()
+    _centred_cosines(question, all_, None)
+    assert a.parts["qa"] == b.parts["qa"] == 0.0
+
+
+def test_answer_metric_file_is_used_only_for_its_model(tmp_path):
+    """The metric's weights mean something only in the space they were fitted in: another
+    model, another dimension, a missing or broken file give None (the ranking then runs
+    without it); the stored scale multiplies the weights."""
+    import json
+
+    from episteme.query.answer_offline import METRIC_FILE, load_metric
+    from episteme.stores.embedding import DEFAULT_MODEL
+
+    path = tmp_path / "m.json"
+    path.write_text(json.dumps({"model": "m", "dim": 3, "scale": 2.0,
+                                "weights": [0.5, -1.0, 0.0]}), encoding="utf-8")
+    assert load_metric("m", 3, path) == (1.0, -2.0, 0.0)
+    assert load_metric("other", 3, path) is None
+    assert load_metric("m", 4, path) is None
+    assert load_metric("m", 3, tmp_path / "missing.json") is None
+    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
+    assert load_metric("m", 3, tmp_path / "bad.json") is None
+    shipped = json.loads(METRIC_FILE.read_text(encoding="utf-8"))  # the shipped one loads
+    assert load_metric(DEFAULT_MODEL, shipped["dim"]) is not None
+
+
+def test_the_fit_learns_an_answer_metric():
+    """bench_answer's joint fit on made-up candidates whose centred products carry the gold
+    sentence in one dimension: the metric's largest weight is that dimension, and it ranks
+    unseen questions' gold first."""
+    import random
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+    import bench_answer
+    from episteme.query.answer_offline import FEATURES
+
+    rng = random.Random(11)
+    dump = []
+    for qi in range(16):
+        cands = []
+        for ci in range(20):
+            gold = ci == 0
+            prod = [rng.gauss(0, 0.002) for _ in range(8)]
+            prod[5] += 0.012 if gold else 0.0
+            cands.append({"parts": {f: rng.random() for f in FEATURES}, "prod": prod,
+                          "evidence": rng.random(), "gold": gold})
+        dump.append({"id": f"q{qi}", "paper": f"p{qi % 4}", "candidates": cands})
+    w, metric = bench_answer.fit_ranking(dump, {"p0", "p1"}, steps=600)
+    assert metric is not None and max(range(8), key=lambda d: metric[d]) == 5
+    assert bench_answer.top_k_rate(dump, {"p2", "p3"}, w, k=3, metric=metric) >= 0.75
+    assert bench_answer.top_k_rate(dump, {"p2", "p3"}, w, k=3) < 0.75  # the features alone: noise
 
 
 def test_ranking_reads_the_centred_cosine(engine):

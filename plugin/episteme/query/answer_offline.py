@@ -30,10 +30,16 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   question ("how many", "how big", "what score") wants a sentence with a number, a definition
   question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
   limitation / comparison question one that states one.  The ranking is a linear model over
-  these features whose weights (:data:`WEIGHTS`) were fitted on the 40 dev questions
-  (benchmarks/bench_answer.py ``--fit``: pairwise logistic; a fit on half the papers, 5-fold
-  cross-validation by paper and questions over other papers nobody tuned on are reported);
-  none names a paper or a gold item.  The abstention thresholds apply to a separate,
+  these features whose weights (:data:`WEIGHTS`) were fitted on 135 questions over 16 papers
+  (benchmarks/bench_answer.py ``--fit``: pairwise logistic; cross-validation by paper and a
+  test set written blind and never fitted on are reported); none names a paper or a gold item.
+* **A learned answer metric** (``parts["qa"]``, :func:`load_metric`): cosine and centred
+  cosine weigh every direction of the embedding space alike, but some directions tell a
+  sentence that *answers* from one that shares the question's topic, and others carry only
+  the topic.  So the same fit learns a weight per dimension over the product of the centred
+  question and candidate vectors (a diagonal bilinear score: one matrix-vector product at
+  query time), shipped as ``episteme/data/answer_metric.json`` for the embedding model it was
+  fitted with and unused with any other.  The abstention thresholds apply to a separate,
   hand-set ``evidence`` score, so refitting the ranking does not move them.
 * **Only whole, self-standing sentences**: fragments (fewer than :data:`MIN_WORDS` words,
   "Proposition 1."), forward references ("We will show in section 4.1 that ..."), captions,
@@ -63,11 +69,13 @@ would silently depend on a filter in another.
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 MIN_WORDS = 6  # shorter "sentences" are fragments ("Proposition 1.", "Results.")
 MAX_WORDS = 70
@@ -120,21 +128,43 @@ TITLE_SECTIONS = 2
 TITLE_MIN_COS = 0.3
 
 #: The ranking: a linear model over the candidate features (:meth:`OfflineAnswerer._score`'s
-#: ``parts``), fitted by ``benchmarks/bench_answer.py --fit`` on all 40 dev questions
-#: (pairwise logistic, L2; RESULTS-answer.md gives the TUNE-half fit, the 5-fold
-#: cross-validation by paper and the held-out papers-more questions), last on the wiki the
-#: current offline writer makes (3 decimals).
+#: ``parts``) plus the learned answer metric (``parts["qa"]``, its own weights), fitted
+#: together by ``benchmarks/bench_answer.py --fit`` (pairwise logistic, L2) on 135 questions
+#: over 16 papers: dev_trace's 40, answer_heldout's 31 and answer_train's 64 (RESULTS-answer.md
+#: gives the 8-fold cross-validation by paper and the blind test set, never fitted on), last on
+#: the wiki the current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
             "tcos", "ccos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.146, "pcos": 0.216, "lex": 0.106, "passage": 0.017, "type": 0.039, "cue": 0.155,
-    "pointed": 0.203, "rank": -0.073, "summary": -0.037, "quoted": 0.060, "first": -0.029,
-    "anaphor": 0.021, "title": 0.666, "words": 0.011, "dense": 0.086, "ctx": 0.257,
-    "pcos_prev": 0.204, "tcos": 0.310, "ccos": 0.316,
+    "cos": 0.114, "pcos": 0.251, "lex": 0.147, "passage": 0.100, "type": 0.049, "cue": 0.105,
+    "pointed": 0.177, "rank": -0.063, "summary": 0.020, "quoted": 0.033, "first": -0.028,
+    "anaphor": 0.021, "title": 0.239, "words": 0.024, "dense": 0.056, "ctx": 0.264,
+    "pcos_prev": 0.132, "tcos": 0.180, "ccos": 0.198,
 }
 
+#: The learned answer metric (see the module docstring): a weight per embedding dimension,
+#: fitted with :data:`WEIGHTS` by ``benchmarks/bench_answer.py --fit --save-metric``.
+METRIC_FILE = Path(__file__).resolve().parent.parent / "data" / "answer_metric.json"
+
 NO_ANSWER = "The wiki does not cover this question."
+
+
+@functools.lru_cache(maxsize=4)
+def load_metric(model: str, dim: int, path: Path = METRIC_FILE) -> tuple[float, ...] | None:
+    """The answer metric's weights for the embedding ``model`` of ``dim`` dimensions, or None
+    when the file is missing or was fitted for another model (its weights would mean nothing
+    in another space).  ``parts["qa"]`` is then 0 and the ranking is the linear model alone."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    weights = data.get("weights") if isinstance(data, dict) else None
+    if (data.get("model") != model or int(data.get("dim", 0)) != dim or not isinstance(weights, list)
+            or len(weights) != dim):
+        return None
+    return tuple(float(x) * float(data.get("scale", 1.0)) for x in weights)
+
 
 # --- the expected answer type, from the question's form (English question words only) ------
 _QUANTITY_Q = re.compile(
@@ -303,6 +333,7 @@ class Candidate:
     prev_vec: object = None  # the stored vector of the sentence before it, when there is one
     qterms: dict = field(default_factory=dict)  # question term -> its share of the question
     shortened: bool = False  # a long sentence cut short (no stored vector: embedded now)
+    product: object = None  # its centred product with the question (explain only: the fit's)
 
 
 class OfflineAnswerer:
@@ -321,6 +352,9 @@ class OfflineAnswerer:
         self._sent_vecs: dict[str, dict[int, object] | None] = {}
         self._paper_sents: dict[str, tuple[list, object]] = {}
         self.weights: dict[str, float] = dict(WEIGHTS)  # the benchmark's folds set their own
+        dim = getattr(embedder, "dim", None)
+        self.metric = (load_metric(str(getattr(embedder, "name", "")), int(dim))
+                       if isinstance(dim, int) else None)  # the benchmark's folds set their own
         self.use_stored = True  # False: ignore stored sentence vectors (the latency baseline)
         self.coverage = COVERAGE  # the benchmark's selection experiments set their own
 
@@ -401,7 +435,7 @@ class OfflineAnswerer:
         cands = self._candidates(question, sections, papers, paper_rank)
         if not cands:
             return self._abstain(sections, "no sentence of the wiki or its papers answers the question")
-        self._score(question, cands, paper_rank)
+        self._score(question, cands, paper_rank, products=explain)
         cands.sort(key=lambda c: -c.score)
         # retrieval's relevance signal says no wiki section covers the question: answer only
         # when a sentence of the papers those sections point to answers it clearly
@@ -414,6 +448,7 @@ class OfflineAnswerer:
             out = self._abstain(sections, why)
             if explain:
                 out["candidates"] = [_explain(c) for c in cands]
+                out["candidate_products"] = [c.product for c in cands]
             return out
         picked = self._select(cands)
         picked = self._with_context(picked)
@@ -429,6 +464,7 @@ class OfflineAnswerer:
             out["trace"] = traced  # the trace of exactly this text: chat need not trace again
         if explain:
             out["candidates"] = [_explain(c) for c in cands]
+            out["candidate_products"] = [c.product for c in cands]
         return out
 
     def unknown_names(self, question: str) -> list[str]:
@@ -690,7 +726,8 @@ class OfflineAnswerer:
 
     # -- scoring ---------------------------------------------------------------------------------
 
-    def _score(self, question: str, cands: list[Candidate], paper_rank: dict[str, int]) -> None:
+    def _score(self, question: str, cands: list[Candidate], paper_rank: dict[str, int],
+               products: bool = False) -> None:
         """Score every candidate.  Two scores: ``evidence`` (the calibrated measure the
         abstention thresholds are set on: cosine + IDF coverage + passage + answer type) and
         ``score`` (the ranking: a linear model over :func:`features`, weights :data:`WEIGHTS`
@@ -785,10 +822,12 @@ class OfflineAnswerer:
         tvec = dict(zip(titles, self._encode(titles) @ qvec, strict=True)) if titles else {}
         for c in cands:
             c.parts["tcos"] = float(tvec.get(_bare_title(c.section), 0.0)) if c.section else 0.0
-        _centred_cosines(qvec, cands)
+        _centred_cosines(qvec, cands, self.metric, products)
         w = self.weights
         for c in cands:
-            c.score = sum(w.get(k, 0.0) * v for k, v in c.parts.items()) + w.get("bias", 0.0)
+            # parts["qa"] carries its own scale (the metric's weights): it is not in WEIGHTS
+            c.score = (sum(w.get(k, 0.0) * v for k, v in c.parts.items() if k != "qa")
+                       + c.parts.get("qa", 0.0) + w.get("bias", 0.0))
 
     def _previous(self, c: Candidate) -> tuple[str | None, object]:
         """The sentence before ``c`` in its paper section (its text and stored vector), or
@@ -940,17 +979,27 @@ class OfflineAnswerer:
         return ok, (traced if len(ok) == len(picked) else None)
 
 
-def _centred_cosines(qvec, cands: Sequence[Candidate]) -> None:
+#: The metric's products are multiplied by the dimension before its weights apply, so that a
+#: product of two unit vectors' coordinates is of the order of 1 (what its fit assumes).
+METRIC_SCALE = 384.0
+
+
+def _centred_cosines(qvec, cands: Sequence[Candidate], metric: Sequence[float] | None = None,
+                     products: bool = False) -> None:
     """``parts["ccos"]``: each candidate's cosine to the question after both are centred on the
     mean of the candidates' vectors.  Every candidate is about the question's topic (that is
     how it was found), so the plain cosine mostly measures how well a sentence restates that
     topic; with the shared direction taken out, what is left is the part of the question that
-    tells its sentences apart (the aspect asked about).  A candidate without a vector gets 0."""
+    tells its sentences apart (the aspect asked about).  ``parts["qa"]``: the learned metric
+    over the same centred vectors, ``METRIC_SCALE * sum_d metric[d] * q[d] * s[d]``.  A
+    candidate without a vector gets 0 for both.  ``products``: keep each candidate's centred
+    product vector in ``c.product`` (what the benchmark fits the metric on)."""
     import numpy as np
 
     have = [c for c in cands if c.vec is not None]
     for c in cands:
         c.parts["ccos"] = 0.0
+        c.parts["qa"] = 0.0
     if len(have) < 3:
         return
     m = np.vstack([np.asarray(c.vec, dtype=np.float32) for c in have])
@@ -959,8 +1008,15 @@ def _centred_cosines(qvec, cands: Sequence[Candidate]) -> None:
     m = m - centre
     norms = np.linalg.norm(m, axis=1) * (float(np.linalg.norm(q)) or 1.0)
     sims = (m @ q) / np.where(norms > 0, norms, 1.0)
-    for c, v in zip(have, sims, strict=True):
+    qa = (m @ (q * np.asarray(metric, dtype=np.float32))) * METRIC_SCALE if (
+        metric is not None and len(metric) == q.size) else None
+    for i, (c, v) in enumerate(zip(have, sims, strict=True)):
         c.parts["ccos"] = float(v)
+        if qa is not None:
+            c.parts["qa"] = float(qa[i])
+    if products:
+        for c, row in zip(have, m * q, strict=True):
+            c.product = row
 
 
 def _bare_title(title: str) -> str:
