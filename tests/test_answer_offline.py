@@ -225,27 +225,39 @@ def test_ranking_features_read_the_question_and_the_sentences_place(engine):
                                            if k != "qa") + cost.parts["qa"])
 
 
-def test_the_fit_learns_which_feature_marks_the_answer():
-    """bench_answer's pairwise fit on made-up candidates where one feature (``title``) marks
-    the gold sentence and the others are noise: the fitted weights rank gold first."""
-    import random
+def _bench_answer():
+    """benchmarks/bench_answer.py, whose fit the ranking's weights come from."""
+    import importlib
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import bench_answer
+    return importlib.import_module("bench_answer")
+
+
+def _made_up_dump(seed: int, n: int, cand) -> list[dict]:
+    """16 made-up questions over 4 papers (``p0``..``p3``), ``n`` candidates each, the first
+    one gold: ``cand(rng, gold)`` makes a candidate."""
+    import random
+
+    rng = random.Random(seed)
+    return [{"id": f"q{qi}", "paper": f"p{qi % 4}",
+             "candidates": [cand(rng, ci == 0) for ci in range(n)]} for qi in range(16)]
+
+
+def test_the_fit_learns_which_feature_marks_the_answer():
+    """bench_answer's pairwise fit on made-up candidates where one feature (``title``) marks
+    the gold sentence and the others are noise: the fitted weights rank gold first."""
     from episteme.query.answer_offline import FEATURES
 
-    rng = random.Random(7)
-    dump = []
-    for qi in range(16):
-        cands = []
-        for ci in range(25):
-            parts = {f: rng.random() for f in FEATURES}
-            gold = ci == 0
-            parts["title"] = 0.6 + 0.4 * rng.random() if gold else 0.7 * rng.random()
-            cands.append({"parts": parts, "evidence": rng.random(), "gold": gold})
-        dump.append({"id": f"q{qi}", "paper": f"p{qi % 4}", "candidates": cands})
+    bench_answer = _bench_answer()
+
+    def cand(rng, gold):
+        parts = {f: rng.random() for f in FEATURES}
+        parts["title"] = 0.6 + 0.4 * rng.random() if gold else 0.7 * rng.random()
+        return {"parts": parts, "evidence": rng.random(), "gold": gold}
+
+    dump = _made_up_dump(7, 25, cand)
     w = bench_answer.fit_weights(dump, {"p0", "p1"})
     assert max(w, key=lambda f: w[f]) == "title"
     assert bench_answer.top_k_rate(dump, {"p2", "p3"}, w, k=3) >= 0.75  # unseen questions
@@ -397,25 +409,17 @@ def test_the_fit_learns_an_answer_metric():
     """bench_answer's joint fit on made-up candidates whose centred products carry the gold
     sentence in one dimension: the metric's largest weight is that dimension, and it ranks
     unseen questions' gold first."""
-    import random
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
-    import bench_answer
     from episteme.query.answer_offline import FEATURES
 
-    rng = random.Random(11)
-    dump = []
-    for qi in range(16):
-        cands = []
-        for ci in range(20):
-            gold = ci == 0
-            prod = [rng.gauss(0, 0.002) for _ in range(8)]
-            prod[5] += 0.012 if gold else 0.0
-            cands.append({"parts": {f: rng.random() for f in FEATURES}, "prod": prod,
-                          "evidence": rng.random(), "gold": gold})
-        dump.append({"id": f"q{qi}", "paper": f"p{qi % 4}", "candidates": cands})
+    bench_answer = _bench_answer()
+
+    def cand(rng, gold):
+        prod = [rng.gauss(0, 0.002) for _ in range(8)]
+        prod[5] += 0.012 if gold else 0.0
+        return {"parts": {f: rng.random() for f in FEATURES}, "prod": prod,
+                "evidence": rng.random(), "gold": gold}
+
+    dump = _made_up_dump(11, 20, cand)
     w, metric = bench_answer.fit_ranking(dump, {"p0", "p1"}, steps=600)
     assert metric is not None and max(range(8), key=lambda d: metric[d]) == 5
     assert bench_answer.top_k_rate(dump, {"p2", "p3"}, w, k=3, metric=metric) >= 0.75
