@@ -399,8 +399,11 @@ def test_answer_metric_file_is_used_only_for_its_model(tmp_path):
     assert load_metric("other", 3, path) is None
     assert load_metric("m", 4, path) is None
     assert load_metric("m", 3, tmp_path / "missing.json") is None
-    (tmp_path / "bad.json").write_text("{not json", encoding="utf-8")
-    assert load_metric("m", 3, tmp_path / "bad.json") is None
+    for i, bad in enumerate(("{not json", "[1, 2, 3]",
+                             '{"model": "m", "dim": 3, "weights": [1, "x", 2]}',
+                             '{"model": "m", "dim": "three", "weights": [1, 2, 3]}')):
+        (tmp_path / f"bad{i}.json").write_text(bad, encoding="utf-8")
+        assert load_metric("m", 3, tmp_path / f"bad{i}.json") is None
     shipped = json.loads(METRIC_FILE.read_text(encoding="utf-8"))  # the shipped one loads
     assert load_metric(DEFAULT_MODEL, shipped["dim"]) is not None
 

@@ -157,13 +157,14 @@ def load_metric(model: str, dim: int, path: Path = METRIC_FILE) -> tuple[float, 
     in another space).  ``parts["qa"]`` is then 0 and the ranking is the linear model alone."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        if not isinstance(data, dict) or data.get("model") != model:
+            return None
+        weights, scale = data.get("weights"), float(data.get("scale", 1.0))
+        if int(data.get("dim", 0)) != dim or not isinstance(weights, list) or len(weights) != dim:
+            return None
+        return tuple(float(x) * scale for x in weights)
+    except (OSError, ValueError, TypeError):  # unreadable, not JSON, or not numbers
         return None
-    weights = data.get("weights") if isinstance(data, dict) else None
-    if (data.get("model") != model or int(data.get("dim", 0)) != dim or not isinstance(weights, list)
-            or len(weights) != dim):
-        return None
-    return tuple(float(x) * float(data.get("scale", 1.0)) for x in weights)
 
 
 # --- the expected answer type, from the question's form (English question words only) ------
