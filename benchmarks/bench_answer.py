@@ -106,19 +106,20 @@ def miss_causes(engine, items: list[dict]) -> dict[str, int]:
     return dict(out)
 
 
-def open_engines() -> dict:
-    """Warm engines over the two cached wikis the offline writer makes: the dev papers' and,
-    when ``../shared`` has them, the ``papers-more`` papers'. ``{name: (engine, papers)}``."""
+def open_engines(dev_wiki: Path) -> dict:
+    """Warm engines over the two cached wikis the offline writer makes: the dev papers'
+    (``dev_wiki``, already written and backfilled by the caller) and, when ``../shared`` has
+    them, the ``papers-more`` papers'. ``{name: (engine, papers)}``."""
     import bench_verify as bv
     from episteme.config import load_settings
     from episteme.query.chat import QueryEngine
 
-    wikis = {"dev": ensure_written_wiki(ensure_wiki())}
+    wikis = {"dev": dev_wiki}
     if sorted(bv.MORE.glob("*.pdf")):
         wikis["papers-more"] = ensure_written_wiki(bv.more_wiki())
+        ensure_sentence_vectors(wikis["papers-more"])
     out = {}
     for name, wiki in wikis.items():
-        ensure_sentence_vectors(wiki)
         engine = QueryEngine(load_settings(wiki, env={}, dotenv=None))
         engine.chat("warm up the engine", mode="offline")
         with engine.tracer.locked_store() as store:
@@ -645,7 +646,7 @@ def main() -> int:
     wiki = ensure_written_wiki(ensure_wiki())
     backfilled = ensure_sentence_vectors(wiki)
     print(f"sentence vectors backfilled: {backfilled}", file=sys.stderr)
-    engines = open_engines() if (args.fit or not args.no_heldout) else {}
+    engines = open_engines(wiki) if (args.fit or not args.no_heldout) else {}
     fit = None
     if args.fit:
         fit = fit_report(engines, training_sets(),

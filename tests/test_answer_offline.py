@@ -443,6 +443,12 @@ def test_ranking_reads_the_centred_cosine(engine):
     assert all("ccos" in x.parts and -1.0 <= x.parts["ccos"] <= 1.0 for x in (a, b, c))
     assert a.parts["ccos"] > b.parts["ccos"]
     assert off.weights["ccos"] > 0
+    # the shipped answer metric is loaded for the engine's embedder and counts in the score
+    assert off.metric is not None and engine.offline.metric == off.metric
+    assert any(x.parts["qa"] != 0.0 for x in (a, b, c))
+    w = off.weights
+    assert a.score == pytest.approx(sum(w.get(k, 0.0) * v for k, v in a.parts.items()
+                                        if k != "qa") + a.parts["qa"])
 
 
 def test_selection_spreads_over_sections(engine):

@@ -980,8 +980,9 @@ class OfflineAnswerer:
         return ok, (traced if len(ok) == len(picked) else None)
 
 
-#: The metric's products are multiplied by the dimension before its weights apply, so that a
-#: product of two unit vectors' coordinates is of the order of 1 (what its fit assumes).
+#: A fixed factor (MiniLM's dimension) on the metric's products before its weights apply, so
+#: that a product of two unit vectors' coordinates is of the order of 1 (what the fit assumes;
+#: the fit and the answerer use this same constant, whatever the model).
 METRIC_SCALE = 384.0
 
 
