@@ -58,6 +58,8 @@ def load_items(path: Path = GOLD) -> list[dict]:
 HELDOUT = REPO / "benchmarks" / "answer_heldout.jsonl"
 #: More training questions over all 16 papers (4 a paper, session 9), written the same way.
 TRAIN = REPO / "benchmarks" / "answer_train.jsonl"
+#: 92 more (session 10: 5 a dev paper, 7 a papers-more paper), by two other writers, the same way.
+TRAIN2 = REPO / "benchmarks" / "answer_train2.jsonl"
 #: The test set: questions over all 16 papers written blind (session 9, by someone who never
 #: ran the answerer) and never fitted on or used to choose anything: the held-out figure.
 TEST = REPO / "benchmarks" / "answer_test.jsonl"
@@ -322,7 +324,8 @@ def training_sets() -> dict[str, list[dict]]:
     """The supported questions the ranking is fitted on, by file: :data:`GOLD` (dev papers),
     :data:`HELDOUT` (papers-more) and :data:`TRAIN` (both), those that exist."""
     out = {}
-    for name, path in (("dev_trace", GOLD), ("answer_heldout", HELDOUT), ("answer_train", TRAIN)):
+    for name, path in (("dev_trace", GOLD), ("answer_heldout", HELDOUT), ("answer_train", TRAIN),
+                       ("answer_train2", TRAIN2)):
         if path.is_file():
             out[name] = [it for it in load_items(path)
                          if not it.get("unsupported") and it.get("gold_quotes")]
