@@ -483,7 +483,12 @@ class OfflineAnswerer:
                 continue
             if re.fullmatch(r"[A-Z]{2,4}s?", token):
                 continue  # a short acronym ("NMT") may only ever be spelled out in the paper
-            parts = [w for w in words(token) if len(w) >= 3 and not w.isdigit()]
+            pieces = token.split("-")
+            if len(pieces) > 1:
+                # a compound's plain lower-case words are English, not the name: "k1-style",
+                # "QR-decomposed" name k1 and QR ("CRISPR-Cas9" keeps both of its parts)
+                pieces = [x for x in pieces if not x.isalpha() or not x.islower()]
+            parts = [w for x in pieces for w in words(x) if len(w) >= 3 and not w.isdigit()]
             if not parts:
                 continue
             # a letters-and-digits word also counts as known by its letters: "WMT14" is
@@ -492,9 +497,21 @@ class OfflineAnswerer:
             surface = {stem(x): x for w in parts for x in (w, letters[w]) if x}
             df = self.tracer.doc_freq(set(surface), surface)
             if any(df.get(stem(w), 0) == 0 and (len(letters[w]) < 3 or df.get(stem(letters[w]), 0) == 0)
-                   for w in parts):
+                   for w in parts) and not self._line_broken(token):
                 out.append(token)
         return out
+
+    def _line_broken(self, token: str) -> bool:
+        """Whether a joined mixed-case name ("BerkeleyParser") is printed split at a line end
+        ("Berkeley- Parser"): the extracted text keeps the hyphen and the break, so the name is
+        in no passage as one word.  Only that exact spelling counts: the parts as two words
+        ("query set" for "QuerySet") do not make a name known."""
+        parts = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", token)
+        if len(parts) < 2 or "".join(parts) != token.replace("-", ""):
+            return False
+        broken = re.compile(r"-\s+".join(re.escape(x) for x in parts[:2]) + "".join(
+            r"-?\s*" + re.escape(x) for x in parts[2:]), re.I)
+        return any(broken.search(t) for t in self.tracer.phrase_texts(parts))
 
     def _abstain(self, sections: Sequence[dict], why: str) -> dict:
         """No answer, and the closest topics the wiki does have (the retrieved titles)."""

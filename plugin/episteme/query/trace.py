@@ -688,6 +688,18 @@ class Tracer:
             self._names[ck] = found
         return found
 
+    def phrase_texts(self, phrase: Sequence[str], limit: int = 20) -> list[str]:
+        """The texts of (up to ``limit``) passages holding the words of ``phrase`` next to each
+        other (an FTS5 phrase query; case, punctuation and line breaks between them ignored)."""
+        q = '"' + " ".join(w.replace('"', '""') for w in phrase) + '"'
+        with self._db_lock:
+            try:
+                return [r[0] for r in self.store.conn.execute(
+                    "SELECT p.text FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
+                    "WHERE passages_fts MATCH ? LIMIT ?", (q, limit))]
+            except Exception:  # noqa: BLE001 - a phrase FTS5 cannot parse holds no passage
+                return []
+
     def idf(self, term: str, df: dict[str, int]) -> float:
         """The IDF of ``term`` from ``df`` (what :meth:`doc_freq` returned for this text)."""
         n = self._n_passages
