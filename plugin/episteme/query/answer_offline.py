@@ -129,18 +129,18 @@ TITLE_MIN_COS = 0.3
 
 #: The ranking: a linear model over the candidate features (:meth:`OfflineAnswerer._score`'s
 #: ``parts``) plus the learned answer metric (``parts["qa"]``, its own weights), fitted
-#: together by ``benchmarks/bench_answer.py --fit`` (pairwise logistic, L2) on 135 questions
-#: over 16 papers: dev_trace's 40, answer_heldout's 31 and answer_train's 64 (RESULTS-answer.md
-#: gives the 8-fold cross-validation by paper and the blind test set, never fitted on), last on
-#: the wiki the current offline writer makes (3 decimals).
+#: together by ``benchmarks/bench_answer.py --fit`` (pairwise logistic, L2) on 227 questions
+#: over 16 papers: dev_trace's 40, answer_heldout's 31, answer_train's 64 and answer_train2's 92
+#: (RESULTS-answer.md gives the 8-fold cross-validation by paper and the blind test set, never
+#: fitted on), last on the wiki the current offline writer makes (3 decimals).
 FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "summary",
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
             "tcos", "ccos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.114, "pcos": 0.251, "lex": 0.147, "passage": 0.100, "type": 0.049, "cue": 0.105,
-    "pointed": 0.177, "rank": -0.063, "summary": 0.020, "quoted": 0.033, "first": -0.028,
-    "anaphor": 0.021, "title": 0.239, "words": 0.024, "dense": 0.056, "ctx": 0.264,
-    "pcos_prev": 0.132, "tcos": 0.180, "ccos": 0.198,
+    "cos": 0.101, "pcos": 0.252, "lex": 0.199, "passage": 0.118, "type": 0.039, "cue": 0.070,
+    "pointed": 0.147, "rank": -0.052, "summary": 0.013, "quoted": 0.025, "first": -0.021,
+    "anaphor": 0.011, "title": 0.275, "words": 0.028, "dense": 0.032, "ctx": 0.317,
+    "pcos_prev": 0.135, "tcos": 0.134, "ccos": 0.172,
 }
 
 #: The learned answer metric (see the module docstring): a weight per embedding dimension,
