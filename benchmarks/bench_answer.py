@@ -18,8 +18,8 @@ UI), and we measure:
 * chat latency, warm engine, p50 / p95 (2 cores, other work running: see the machine line).
 
 The ranking's weights are fitted (``--fit``) on every training set: dev_trace, the
-``papers-more`` questions of ``answer_heldout.jsonl`` and ``answer_train.jsonl`` over all 16
-papers.  Figures on those questions are in-sample; the out-of-sample ones are the
+``papers-more`` questions of ``answer_heldout.jsonl``, and ``answer_train.jsonl`` and
+``answer_train2.jsonl`` over all 16 papers.  Figures on those questions are in-sample; the out-of-sample ones are the
 cross-validation by paper (8 folds over the 16 papers, whole pipeline) and the test set
 ``answer_test.jsonl``, written blind and never fitted on, so over-fitting shows as a gap.
 """
