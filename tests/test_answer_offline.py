@@ -544,10 +544,10 @@ def test_long_sentences_of_the_papers_join_the_candidates_shortened(engine):
 def test_names_the_papers_print_otherwise_are_known(engine):
     """A name is unknown only when no paper has it: not when the PDF broke it at a line end
     ("Berkeley- Parser" for BerkeleyParser), nor for the plain English word of a compound
-    ("-style"). A name made of known words but printed nowhere stays unknown."""
+    ("-flavoured"). A name made of known words but printed nowhere stays unknown."""
     off = engine.offline
     assert off.unknown_names("Does the Transformer beat the BerkeleyParser on WSJ alone?") == []
-    assert off.unknown_names("Is a WMT14-style evaluation used for the base model?") == []
+    assert off.unknown_names("Is a WMT14-flavoured evaluation used for the base model?") == []
     assert off.unknown_names("Is a SciTrace-style benchmark used?") == ["SciTrace-style"]
     assert off.unknown_names("Does the Transformer beat the BerkeleyTagger?") == ["BerkeleyTagger"]
     assert off.unknown_names("Is the ParserBerkeley baseline beaten?") == ["ParserBerkeley"]

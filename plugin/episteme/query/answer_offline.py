@@ -30,7 +30,7 @@ Why this shape (and not "the retrieved wiki sections' most similar sentences"):
   question ("how many", "how big", "what score") wants a sentence with a number, a definition
   question ("what is X") a sentence that defines, a "why" question one that gives a reason, a
   limitation / comparison question one that states one.  The ranking is a linear model over
-  these features whose weights (:data:`WEIGHTS`) were fitted on 135 questions over 16 papers
+  these features whose weights (:data:`WEIGHTS`) were fitted on 227 questions over 16 papers
   (benchmarks/bench_answer.py ``--fit``: pairwise logistic; cross-validation by paper and a
   test set written blind and never fitted on are reported); none names a paper or a gold item.
 * **A learned answer metric** (``parts["qa"]``, :func:`load_metric`): cosine and centred

@@ -128,6 +128,11 @@ def _undouble(root: str) -> str:
     return root
 
 
+def fts_quoted(text: str) -> str:
+    """``text`` as one FTS5 string (a phrase when it holds several words), quotes escaped."""
+    return '"' + text.replace('"', '""') + '"'
+
+
 def fts_term(term: str, word: str | None = None) -> str:
     """The FTS5 query that counts the passages holding a (stemmed) ``term``, ``word`` being a
     word of the text asked about that makes the stem.  FTS5 runs its Porter stemmer on the
@@ -140,15 +145,12 @@ def fts_term(term: str, word: str | None = None) -> str:
     Why the word comes from the caller's own text (:func:`surface_words`), never from what the
     process met before: a document frequency that depended on history made the same question
     score differently in a warm server and a fresh command line."""
-    def quoted(w: str) -> str:
-        return '"' + w.replace('"', '""') + '"'
-
-    prefix = quoted(term) + ("*" if len(term) >= 4 and not term.isdigit() else "")
+    prefix = fts_quoted(term) + ("*" if len(term) >= 4 and not term.isdigit() else "")
     if word is None or word == term:
         return prefix
     if term.endswith("s") and not term.endswith("ss"):
-        return quoted(word)
-    return f"{quoted(word)} OR {prefix}"
+        return fts_quoted(word)
+    return f"{fts_quoted(word)} OR {prefix}"
 
 
 def surface_words(texts: Iterable[str]) -> dict[str, str]:
@@ -691,7 +693,7 @@ class Tracer:
     def phrase_texts(self, phrase: Sequence[str], limit: int = 20) -> list[str]:
         """The texts of (up to ``limit``) passages holding the words of ``phrase`` next to each
         other (an FTS5 phrase query; case, punctuation and line breaks between them ignored)."""
-        q = '"' + " ".join(w.replace('"', '""') for w in phrase) + '"'
+        q = fts_quoted(" ".join(phrase))
         with self._db_lock:
             try:
                 return [r[0] for r in self.store.conn.execute(
