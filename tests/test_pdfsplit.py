@@ -336,3 +336,46 @@ def test_title_plausibility_rules():
         "Figure 3: Attention weights",
     ]:
         assert not plausible_title(bad, numbered=True), bad
+
+
+def _line(text: str, y: float, *, x: float = 72.0, size: float = 10.0, page: int = 1):
+    from episteme.pdf.text import Line, Run
+
+    return Line(text, page, x, y, size, "Times-Roman", False,
+                runs=[Run(text, "Times-Roman", size, x, y)])
+
+
+def test_stacked_tables_keep_their_own_rows_when_captions_sit_below():
+    """Two tables stacked in one column, each captioned below its rows (rows, caption, rows,
+    caption): the rows between the captions are the second table's.  Looking below a table's
+    caption first gave the first table the second one's rows and left its own in the prose."""
+    from episteme.pdf.objects import find_objects
+
+    prose = "This is a sentence of running text that fills a whole line of the column here."
+    lines = [_line(prose, 700), _line(prose, 688),
+             _line("method top-1 top-5", 660, x=120, size=9), _line("plain-34 28.54 10.02", 649, x=120, size=9),
+             _line("ResNet-34 25.03 7.76", 638, x=120, size=9),
+             _line("Table 1. Error rates on the validation set.", 620, size=9),
+             _line("metric mAP@.5 mAP@[.5, .95]", 600, x=120, size=9), _line("VGG-16 41.5 21.2", 589, x=120, size=9),
+             _line("Table 2. Detection results on the test set.", 570, size=9),
+             _line(prose, 540), _line(prose, 528), _line(prose, 516), _line(prose, 504), _line(prose, 492)]
+    objs = {o.label: o for o in find_objects(lines, {1: 792.0})}
+    assert "plain-34" in objs["Table 1"].text and "ResNet-34" in objs["Table 1"].text
+    assert "mAP" not in objs["Table 1"].text
+    assert "VGG-16 41.5" in objs["Table 2"].text
+
+
+def test_tables_captioned_above_still_take_the_rows_below():
+    """The default side, when the paper's captions sit above their rows."""
+    from episteme.pdf.objects import find_objects
+
+    prose = "This is a sentence of running text that fills a whole line of the column here."
+    lines = [_line(prose, 700), _line(prose, 688),
+             _line("Table 1: Error rates on the validation set.", 660, size=9),
+             _line("method top-1 top-5", 645, x=120, size=9), _line("plain-34 28.54 10.02", 634, x=120, size=9),
+             _line("Table 2: Detection results on the test set.", 610, size=9),
+             _line("metric mAP@.5 mAP@[.5, .95]", 595, x=120, size=9), _line("VGG-16 41.5 21.2", 584, x=120, size=9),
+             _line(prose, 560), _line(prose, 548), _line(prose, 536), _line(prose, 524)]
+    objs = {o.label: o for o in find_objects(lines, {1: 792.0})}
+    assert "plain-34" in objs["Table 1"].text and "mAP" not in objs["Table 1"].text
+    assert "VGG-16 41.5" in objs["Table 2"].text

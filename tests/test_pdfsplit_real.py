@@ -289,3 +289,26 @@ def test_text_is_valid_unicode_on_every_paper(gold_sets, which):
             t.encode("utf-8")  # raises on a lone surrogate
         if gold["paper"].startswith("citesee"):  # a mathematical italic beta in the body
             assert any("fixed-effects β" in s.text for s in res.sections)
+
+
+def test_table_rows_leave_the_prose_on_papers_that_caption_below(gold_sets):
+    """Papers that set table captions below their rows (ResNet, GAN, IEEE): each table gets
+    its own rows, the sentence they interrupted reads on, and a caption's centred or smaller
+    second line stays with its caption."""
+    res = {g["paper"]: r for which in gold_sets.values() for g, r, _ in which}
+    resnet = res["resnet_1512.03385v1.pdf"]
+    by_label = {o.label: o for o in resnet.objects}
+    assert "VOC 07 test" in by_label["Table 7"].text and "mAP@.5" not in by_label["Table 7"].text
+    assert "mAP@.5" in by_label["Table 8"].text
+    body = " ".join(" ".join(s.text.split()) for s in resnet.sections)
+    assert ("worse than that of our 110-layer network, although both have similar training "
+            "error") in body
+    gan = res["gan_1406.2661v1.pdf"]
+    t1 = next(o for o in gan.objects if o.label == "Table 1")
+    assert "Adversarial nets 225 ± 2 2057 ± 26" in " ".join(t1.text.split())
+    assert "On TFD, σ was cross validated" in t1.caption
+    gbody = " ".join(" ".join(s.text.split()) for s in gan.sections)
+    assert "Stacked CAE [3] 121" not in gbody and "On TFD, σ was cross validated" not in gbody
+    ieee = res["ieee_sp_sok_memory_2013.pdf"]
+    t1 = next(o for o in ieee.objects if o.label == "Table I")
+    assert "EXPLOITS THAT DEFEAT BOTH DEP AND ASLR" in t1.caption

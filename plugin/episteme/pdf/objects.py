@@ -185,8 +185,10 @@ def find_objects(lines: list[Line], heights: dict[int, float], *,
             i = j
             continue
         i += 1
+    sides = _caption_sides(lines, caps, stop, body, taken, headings)
     for start, end, kind, label in caps:
-        content = _float_content(lines, start, end, stop, body, taken, headings)
+        content = _float_content(lines, start, end, stop, body, taken, headings,
+                                 first=sides.get(kind))
         taken.update(content)
         cap_text = re.sub(r"\s+", " ", " ".join(lines[k].text for k in range(start, end)))
         rows = [(_cells(lines[k]) if kind == "table" else lines[k].text.strip())
@@ -252,37 +254,86 @@ def _continues_caption(lines: list[Line], j: int, first: Line, body: _Body) -> b
     ln, prev = lines[j], lines[j - 1]
     if ln.page != first.page or ln.y is None or prev.y is None:
         return False
-    if abs(ln.size - first.size) > 0.6 or CAPTION_START.match(ln.text.strip()):
+    if CAPTION_START.match(ln.text.strip()):
+        return False
+    # the caption's size, or the size of its words after a label set larger ("Table 1:" at
+    # 10 pt, the caption at 9 pt)
+    if abs(ln.size - first.size) > 0.6 and abs(ln.size - _tail_size(first)) > 0.3:
         return False
     gap = prev.y - ln.y
     if not (0 < gap <= 1.45 * max(first.size, 1.0)):
         return False
-    # a line far to the side is the other column
-    return first.x is None or ln.x is None or abs(ln.x - first.x) <= 3 * first.size
+    if first.x is None or ln.x is None or abs(ln.x - first.x) <= 3 * first.size:
+        return True
+    # a centred caption's lines share their middle, not their start ("TABLE I" over a
+    # longer line); a line far to the side is the other column
+    a, b = line_bbox(first), line_bbox(ln)
+    return abs((a[0] + a[2]) - (b[0] + b[2])) / 2 <= 2 * first.size
+
+
+def _tail_size(ln: Line) -> float:
+    """The size of the last run with letters in it (the line's size without a larger label)."""
+    for r in reversed(ln.runs):
+        if sum(c.isalpha() for c in r.text) >= 2 and r.size:
+            return r.size
+    return ln.size
+
+
+def _caption_sides(lines: list[Line], caps: list[tuple[int, int, str, str]], stop: int,
+                   body: _Body, taken: set[int], headings: set[int]) -> dict[str, int]:
+    """Per kind of float, the side its contents sit on in this paper: ``-1`` (before the
+    caption: the caption is set below) or ``1`` (after it), by a vote of the captions whose
+    contents lie on one side only; kinds without a clear majority are left out (the default
+    applies).  Why: a paper sets all its captions of a kind the same way, and where two floats
+    are stacked (rows, caption, rows, caption) the rows between the captions are claimed by
+    both; taking them for the caption above, when this paper sets its captions below, gave
+    each table the next one's rows and left its own rows in the body text, mid-sentence."""
+    votes: dict[str, Counter[int]] = {}
+    for start, end, kind, _label in caps:
+        up = _float_run(lines, start - 1, -1, stop, body, taken, headings, lines[start].page)
+        down = _float_run(lines, end, 1, stop, body, taken, headings, lines[start].page)
+        if (len(up) >= 2) != (len(down) >= 2):
+            votes.setdefault(kind, Counter())[-1 if len(up) >= 2 else 1] += 1
+    out = {}
+    for kind, c in votes.items():
+        (side, n), *rest = c.most_common()
+        if not rest or n > rest[0][1]:
+            out[kind] = side
+    return out
+
+
+def _float_run(lines: list[Line], k: int, step: int, stop: int, body: _Body, taken: set[int],
+               headings: set[int], page: int) -> list[int]:
+    """The non-prose lines from ``k`` going ``step`` (-1 up, 1 down) on ``page``, up to the
+    first line of prose, heading, footnote or line already taken (another caption)."""
+    out: list[int] = []
+    while 0 <= k < stop and lines[k].page == page and len(out) < 120:
+        ln = lines[k]
+        if k in taken or k in headings or _is_prose(ln, body) or _footnote_start(ln, body):
+            break
+        if step > 0 and ln.text.rstrip().endswith((".", ":")) and len(ln.text.split()) >= 6:
+            break  # a sentence of body text after the float
+        out.append(k)
+        k += step
+    return out
 
 
 def _float_content(lines: list[Line], start: int, end: int, stop: int, body: _Body,
-                   taken: set[int], headings: set[int]) -> set[int]:
+                   taken: set[int], headings: set[int], first: int | None = None) -> set[int]:
     """The non-prose lines on the caption's page right before and after it (its rows, cells
-    and labels), up to the first line of prose either way."""
+    and labels), up to the first line of prose either way.  ``first``: the side to look at
+    first (:func:`_caption_sides`); by default tables put their caption above the rows and
+    figures below the drawing."""
     page = lines[start].page
     out: set[int] = set()
-    # tables put their caption above the rows, figures below the drawing: look that way first
-    table = CAPTION_START.match(lines[start].text.strip()).group("kind").lower() == "table"
-    order = ((1, end), (-1, start - 1)) if table else ((-1, start - 1), (1, end))
+    if first is None:
+        table = CAPTION_START.match(lines[start].text.strip()).group("kind").lower() == "table"
+        first = 1 if table else -1
+    order = ((1, end), (-1, start - 1)) if first > 0 else ((-1, start - 1), (1, end))
     for step, k in order:
         if len(out) >= 2:
             break
-        n = 0
-        while 0 <= k < stop and lines[k].page == page and n < 120:
-            ln = lines[k]
-            if k in taken or k in headings or _is_prose(ln, body) or _footnote_start(ln, body):
-                break
-            if step > 0 and ln.text.rstrip().endswith((".", ":")) and len(ln.text.split()) >= 6:
-                break  # a sentence of body text after the float
-            out.add(k)
-            k += step
-            n += 1
+        out.update(_float_run(lines, k, step, stop, body, taken, headings, page))
     return out
 
 
