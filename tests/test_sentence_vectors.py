@@ -6,6 +6,7 @@ them instead of embedding sentences at query time."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import sqlite3
 
@@ -16,6 +17,7 @@ from episteme.ingest.sentences import (
     backfill,
     clean_sentence,
     missing_papers,
+    outdated_papers,
     section_sentences,
 )
 from episteme.query.chat import QueryEngine
@@ -121,6 +123,35 @@ def test_an_old_store_is_read_and_backfilled(wiki, embedder):
         assert st.schema_version() == SCHEMA_VERSION
         assert missing_papers(st, embedder.name) == []
     assert backfill(settings, embedder=embedder, progress=False)["papers"] == 0  # idempotent
+
+
+def test_rows_split_by_an_older_splitter_are_refreshed(wiki, embedder, capsys):
+    """A store whose rows an older sentence splitter wrote (here: one section's first two
+    sentences stored as one span, as the splitter once merged a sentence into the equation
+    label before it) is found outdated, its paper re-embedded by the backfill, and nothing
+    else touched."""
+    settings = wiki_settings(wiki)
+    before = _rows(wiki)
+    sid, (pid, model, spans, vecs) = next(
+        (k, v) for k, v in before.items() if v[0] == GAN and len(v[2]) >= 3)
+    merged = np.vstack([[spans[0][0], spans[1][1]], spans[2:]]).astype(np.int32)
+    with open_store(settings) as st:
+        assert outdated_papers(st, embedder.name) == []
+        with st.transaction():
+            st.conn.execute("UPDATE sentence_vectors SET spans = ?, vectors = ? WHERE section_id = ?",
+                            (merged.tobytes(), np.frombuffer(vecs, np.float16)[embedder.dim:].tobytes(), sid))
+        assert outdated_papers(st, embedder.name) == [GAN]
+        assert missing_papers(st, embedder.name) == []  # a row exists: only the spans tell
+    from episteme.commands.rebuild import main as rebuild_main
+
+    assert rebuild_main(["--sentences", "--wiki", str(wiki), "--no-progress"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["papers"] == 1  # GAN only; the sections and passages are not re-split
+    after = _rows(wiki)
+    assert np.array_equal(after[sid][2], spans)
+    assert all(np.array_equal(after[k][2], v[2]) for k, v in before.items())
+    with open_store(settings, readonly=True) as st:
+        assert outdated_papers(st, embedder.name) == []
 
 
 def test_the_answerer_scores_with_stored_vectors_instead_of_embedding(wiki, embedder):

@@ -18,9 +18,11 @@ section text and their float16 unit vectors).
 * **Same transaction as the paper**: rows are written by ingest inside the paper's SQLite
   transaction, and deleted with it (``ON DELETE CASCADE``), so they never go stale.
 * **Backfill**: a store from before (schema < 4, or papers ingested by an older episteme)
-  has no rows; :func:`backfill` computes the missing ones, papers in one batch per group
-  (``episteme rebuild --sentences``, or ``python -m episteme.ingest.sentences WIKI``).  Until then
-  the answerer embeds the candidates it needs at query time, as before.
+  has no rows; one whose rows were split by an older sentence splitter has rows whose spans
+  are not the sentences the answerer now sees.  :func:`backfill` computes both (missing and
+  outdated), papers in one batch per group (``episteme rebuild --sentences``, or
+  ``python -m episteme.ingest.sentences WIKI``).  Until then the answerer embeds the candidates
+  it needs at query time, as before.
 """
 
 from __future__ import annotations
@@ -107,10 +109,33 @@ def missing_papers(store, model: str) -> list[str]:
         "ORDER BY s.paper_id", (model,))]
 
 
+def outdated_papers(store, model: str) -> list[str]:
+    """Papers with a stored sentence-vector row whose spans are not the sentences
+    :func:`section_sentences` finds in its section now (the splitter changed since ingest).
+    Reads every section's text and spans: seconds for thousands of papers, and only a
+    backfill calls it."""
+    import numpy as np
+
+    out: set[str] = set()
+    rows = store.conn.execute(
+        "SELECT s.paper_id, s.kind, s.section_text, v.spans FROM sections s JOIN sentence_vectors v "
+        "ON v.section_id = s.section_id AND v.model = ?", (model,))
+    for pid, kind, text, spans in rows:
+        if pid in out:
+            continue
+        want = [] if kind in SKIP_KINDS else [(a, b) for a, b, _s in section_sentences(text or "")]
+        have = np.frombuffer(spans, dtype=np.int32).reshape(-1, 2).tolist()
+        if [tuple(x) for x in have] != want:
+            out.add(pid)
+    return sorted(out)
+
+
 def backfill(settings, *, embedder=None, progress: bool = True, papers_per_batch: int = 8) -> dict:
-    """Compute the sentence vectors a store lacks (the migration of a wiki ingested before they
-    existed), ``papers_per_batch`` papers per embedding call and per transaction, under the
-    wiki's write lock.  Returns ``{"papers": n filled, "sentences": n, "seconds": s}``."""
+    """Compute the sentence vectors a store lacks or has outdated (the migration of a wiki
+    ingested before they existed, or before the sentence splitter changed; see
+    :func:`outdated_papers`), ``papers_per_batch`` papers per embedding call and per
+    transaction, under the wiki's write lock.  Returns ``{"papers": n filled, "sentences": n,
+    "seconds": s}``."""
     import time
 
     from ..stores.embedding import get_embedder
@@ -121,7 +146,8 @@ def backfill(settings, *, embedder=None, progress: bool = True, papers_per_batch
     embedder = embedder or get_embedder(settings)
     done = sentences = 0
     with _locked(settings), open_store(settings) as store:
-        todo = missing_papers(store, embedder.name)
+        todo = sorted(set(missing_papers(store, embedder.name))
+                      | set(outdated_papers(store, embedder.name)))
         bar = None
         if progress and todo:
             from tqdm import tqdm

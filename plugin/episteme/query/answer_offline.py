@@ -330,7 +330,10 @@ class Candidate:
     vec: object = None  # its unit vector (stored at ingest, or embedded now), when it has one
     quoted: bool = False  # a wiki section quotes it
     first: bool = False  # the first sentence of its paper section
-    stored_section: bool = False  # its section has stored sentence vectors (ingest's)
+    #: its section's stored sentence vectors leave it out on purpose (a table's or a caption's
+    #: section: ingest stores none of their sentences); a prose sentence of a stored section
+    #: without a vector was split by an older splitter, and is embedded like an unstored one
+    stored_section: bool = False
     prev_vec: object = None  # the stored vector of the sentence before it, when there is one
     qterms: dict = field(default_factory=dict)  # question term -> its share of the question
     shortened: bool = False  # a long sentence cut short (no stored vector: embedded now)
@@ -551,6 +554,7 @@ class OfflineAnswerer:
         best wiki sections were written from, and (c) the papers' sentences nearest the
         question by their stored vectors (:mod:`episteme.ingest.sentences`), whatever passage
         they sit in.  Each paper sentence carries its stored vector when it has one."""
+        from ..ingest.sentences import SKIP_KINDS
         from .answer import _sentences
 
         cands: dict[str, Candidate] = {}
@@ -654,7 +658,7 @@ class OfflineAnswerer:
                 c.quoted = prev is not None
                 c.first = k == 0
                 c.vec = svecs.get(a)
-                c.stored_section = info["section_id"] in stored
+                c.stored_section = info["section_id"] in stored and kind in SKIP_KINDS
                 c.shortened = short is not None
                 cands[key] = c
         return list(cands.values())
@@ -814,8 +818,9 @@ class OfflineAnswerer:
                           - (SUMMARY_PENALTY if c.summary else 0.0))
         # dense part: the stored vectors, or embed the best few of those without one
         qvec = self._encode([question])[0]
-        # a sentence of a section that has stored vectors but none for it (a table's rows,
-        # a fragment) is not worth embedding now
+        # a sentence of a section whose sentences are not stored on purpose (a table's rows,
+        # a caption) is not worth embedding now; a prose sentence without one is (the store's
+        # rows were split by an older splitter: `episteme rebuild --sentences` refreshes them)
         missing = [i for i, c in enumerate(cands)
                    if c.vec is None and (c.shortened or not c.stored_section)]
         missing.sort(key=lambda i: -(cands[i].evidence + W_COS * cands[i].passage_cos))
