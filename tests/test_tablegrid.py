@@ -59,6 +59,30 @@ def test_unlabelled_rows_split_values_across_rows():
     assert grid_check(claim, numbers_in(claim), g)[0] == "agree"
 
 
+def test_a_changed_value_beside_a_true_one_in_the_named_row_is_contradicted():
+    """A claim giving two values of a row, one of them changed to a number the table does not
+    hold (another table's): the row and both columns are named, so the cell the changed value
+    claims holds the table's own value, and the true value beside it does not make the claim
+    agree.  A number in a name ("Recall@20") or a setting ("10-crop") is no such value."""
+    g = build_grid([
+        cells(("model", 10, 40), ("top-1 err.", 100, 140), ("top-5 err.", 160, 200)),
+        cells(("ResNet-101", 10, 50), ("21.75", 100, 120), ("6.05", 160, 180)),
+        cells(("ResNet-152", 10, 50), ("21.43", 100, 120), ("5.71", 160, 180)),
+    ])
+    claim = "With 10-crop testing, ResNet-152 has a top-1 err. of 19.38% and a top-5 err. of 5.71%."
+    code, text, (ri, ki) = grid_check(claim, numbers_in(claim), g)
+    assert code == "cell_differs" and "21.43" in text and "19.38" in text
+    assert g.rows[ri].label == "ResNet-152"
+    claim = "With 10-crop testing, ResNet-152 has a top-1 err. of 21.43% and a top-5 err. of 5.71%."
+    assert grid_check(claim, numbers_in(claim), g)[0] == "agree"
+    g = build_grid([
+        cells(("Method", 10, 40), ("Recall", 100, 130), ("Recall@20", 160, 200)),
+        cells(("PaSa-7b", 10, 50), ("0.6111", 100, 125), ("0.5798", 160, 185)),
+    ])
+    claim = "PaSa-7b reaches a Recall@20 of 0.5798."
+    assert grid_check(claim, numbers_in(claim), g)[0] == "agree"
+
+
 @pytest.fixture
 def tracer(ingested_wiki, embedder):
     t = Tracer(wiki_settings(ingested_wiki), embedder=embedder)
