@@ -609,10 +609,14 @@ def test_a_topic_above_the_merge_threshold_joins_the_existing_section(writer_sta
     wiki = _copy(writer_stages, "after_attention", tmp_path)
     settings = load_settings(wiki, env={}, dotenv=None)
     today = dt.date.fromisoformat(DATE)
+    assert not [d for d in extractive.plan_extractive(settings, BERT, embedder=embedder, today=today).decisions
+                if d.action == "update"]  # the default thresholds merge nothing
+    # the title test off: the closest section by key text alone
+    monkeypatch.setattr(extractive, "MERGE_TITLE_SIMILARITY", -1.0)
     plan = extractive.plan_extractive(settings, BERT, embedder=embedder, today=today)
     closest = [re.search(r"closest: (sec_\d+), similarity ([\d.]+)", d.reason) for d in plan.decisions]
     best = max((float(m[2]), m[1]) for m in closest if m)
-    assert best[0] < extractive.MERGE_SIMILARITY  # the default threshold merged nothing
+    assert best[0] < extractive.MERGE_SIMILARITY
     monkeypatch.setattr(extractive, "MERGE_SIMILARITY", best[0] - 0.001)
     plan = extractive.plan_extractive(settings, BERT, embedder=embedder, today=today)
     updates = [d for d in plan.decisions if d.action == "update"]
@@ -625,6 +629,31 @@ def test_a_topic_above_the_merge_threshold_joins_the_existing_section(writer_sta
     assert check_index_consistency(wiki) == []
 
 
+def test_a_topic_alike_in_text_but_not_in_title_gets_its_own_page(writer_stages, tmp_path, embedder,
+                                                                    monkeypatch):
+    """The title test: BERT's topic nearest one of Attention's sections by key text, with the
+    text threshold just below their similarity, still does not merge when the two titles are
+    unlike (architecture and background sections read alike to the embedding, whatever they
+    describe); it gets its own page."""
+    from episteme.compile import extractive
+
+    wiki = _copy(writer_stages, "after_attention", tmp_path)
+    settings = load_settings(wiki, env={}, dotenv=None)
+    today = dt.date.fromisoformat(DATE)
+    with monkeypatch.context() as m:
+        m.setattr(extractive, "MERGE_TITLE_SIMILARITY", -1.0)
+        plan = extractive.plan_extractive(settings, BERT, embedder=embedder, today=today)
+    closest = [(re.search(r"closest: (sec_\d+), similarity ([\d.]+)", d.reason), d) for d in plan.decisions]
+    (sim, sid), topic = max(((float(m[2]), m[1]), d) for m, d in closest if m)
+    from episteme.wiki.edit import find_section
+
+    emb = embedder.encode([extractive.clean_title(topic.title), extractive.clean_title(find_section(wiki, sid)[1].title)])
+    assert float(emb[0] @ emb[1]) < extractive.MERGE_TITLE_SIMILARITY  # unlike titles
+    monkeypatch.setattr(extractive, "MERGE_SIMILARITY", sim - 0.001)
+    plan = extractive.plan_extractive(settings, BERT, embedder=embedder, today=today)
+    assert not [d for d in plan.decisions if d.action == "update"]
+
+
 def test_a_merge_checks_only_the_text_it_adds(writer_stages, tmp_path, embedder, monkeypatch):
     """The write-time claim check of an update checks the paragraphs the write adds, against
     the section's sources after the write: the quotes already there (from the other paper) are
@@ -635,7 +664,9 @@ def test_a_merge_checks_only_the_text_it_adds(writer_stages, tmp_path, embedder,
 
     wiki = _copy(writer_stages, "after_attention", tmp_path)
     settings = load_settings(wiki, env={}, dotenv=None)
-    # BERT's closest topic merges once the threshold is just below its similarity
+    # BERT's closest topic merges once the threshold is just below its similarity (and the
+    # title test is off: no BERT topic shares a title with one of Attention's)
+    monkeypatch.setattr(extractive, "MERGE_TITLE_SIMILARITY", -1.0)
     plan = extractive.plan_extractive(settings, BERT, embedder=embedder,
                                       today=dt.date.fromisoformat(DATE))
     closest = [re.search(r"closest: (sec_\d+), similarity ([\d.]+)", d.reason) for d in plan.decisions]

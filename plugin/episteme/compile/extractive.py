@@ -22,8 +22,14 @@ writer decides is *which* sentences and *where* they go:
   ``<slug-of-the-section-title>.md`` (``multi-head-attention.md``).
 * **Merging** — before creating a topic, the related wiki sections are retrieved
   (:class:`episteme.compile.writer.RelatedFinder`) and compared exactly with the section's key text; a
-  topic page with the same slug, or a topic section at least :data:`MERGE_SIMILARITY` similar,
-  is updated instead: the paper joins its sources and a "From <paper>" paragraph is appended.
+  topic page with the same slug, or a topic section at least :data:`MERGE_SIMILARITY` similar
+  whose title is at least :data:`MERGE_TITLE_SIMILARITY` similar to the section's, is updated
+  instead: the paper joins its sources and a "From <paper>" paragraph is appended.  (The title
+  test: two papers' architecture or background sections read alike to the embedding whatever
+  they describe, so the key texts alone merged "Network Architectures" and "Vision Transformer"
+  into "Position-wise Feed-Forward Networks"; the same topic keeps a like title, "Multi-Head
+  Attention" / "Multihead self-attention" 0.87.  A topic not merged gets its own page and a
+  Related link, which a later edit can still merge; a wrong merge mixes two topics in one page.)
 * **Links** — topic sections link to their paper page and to the most similar other topics
   (of this paper and already in the wiki); the paper page links to every topic it touched, so
   the graph tools see papers connected through shared topics.
@@ -75,6 +81,9 @@ TOPIC_TAGS = 3  # tags per topic page: its key terms and the paper's topic words
 TABLE_ROWS = 3  # key rows quoted per table
 FILL_SENTENCES = 2  # central sentences beyond TOPIC_SENTENCES when the budget has room
 MERGE_SIMILARITY = 0.6  # cosine (MiniLM) of key texts above which a topic joins an existing one
+#: and the cosine its title must have with that section's title (titles of the same topic in
+#: different papers: 0.63-0.88; of the merges this stopped, all wrong: 0.03-0.45)
+MERGE_TITLE_SIMILARITY = 0.5
 RELATED_SIMILARITY = 0.5  # cosine above which two topics link to each other
 TOPIC_SENTENCES = 3
 GENERIC_SENTENCES = 2
@@ -666,10 +675,17 @@ def plan_extractive(
         if (wiki / rel).is_file() and is_topic_page(rel):
             existing_by_slug[t.slug] = rel
 
+    titles = sorted({clean_title(cand_rows[c]["title"]) for c in cand_ids} | {t.title for t in topics})
+    tvecs = dict(zip(titles, _embed_norm(embedder, titles), strict=True))
+
     for t, ids in zip(topics, per_topic, strict=True):
         sims = sorted(((float(cvecs[c] @ t.vector), c) for c in ids), key=lambda x: (-round(x[0], 6), x[1]))
         target_id = None
-        t.closest = (round(sims[0][0], 3), sims[0][1]) if sims else None
+        # a merge wants the key texts alike *and* the titles: see MERGE_TITLE_SIMILARITY;
+        # "closest" (in the plan's reasons) is the nearest section it could merge into
+        sims_merge = [(sim, c) for sim, c in sims if float(
+            tvecs[clean_title(cand_rows[c]["title"])] @ tvecs[t.title]) >= MERGE_TITLE_SIMILARITY]
+        t.closest = (round(sims_merge[0][0], 3), sims_merge[0][1]) if sims_merge else None
         if t.slug in existing_by_slug:
             on_page = [c for _s, c in sims if cand_rows[c]["page"] == existing_by_slug[t.slug]]
             if on_page:
@@ -677,8 +693,8 @@ def plan_extractive(
             else:
                 _, parsed, _ = load_page(wiki, existing_by_slug[t.slug])
                 target_id = parsed.sections[0].id if parsed.sections else None
-        elif sims and sims[0][0] >= MERGE_SIMILARITY:
-            target_id = sims[0][1]
+        elif sims_merge and sims_merge[0][0] >= MERGE_SIMILARITY:
+            target_id = sims_merge[0][1]
         if target_id is not None:
             page, sec = find_section(wiki, target_id)
             t.target = {"id": target_id, "page": page, "title": sec.title, "description": sec.description,
