@@ -44,6 +44,33 @@ def test_sentence_splitter_keeps_abbreviations_numbers_and_citations_together():
     ]
 
 
+def test_an_equation_label_or_a_footnote_mark_ends_the_sentence_before_it():
+    """PDF text prints a display equation's label and a footnote mark with no space a
+    boundary needs; the next sentence used to be merged into the formula (or the footnoted
+    sentence), and so was never quoted on its own."""
+    text = ("The rate varies as lrate = d−0.5 · min(s−0.5, s · w−1.5) (3) This corresponds "
+            "to a warmup. It is in the tensor2tensor library.1 Because the use is common, we "
+            "omit it. The loss is JSD (p ‖ q) (6) Since it is positive, we stop.")
+    assert _sentences(text) == [
+        "The rate varies as lrate = d−0.5 · min(s−0.5, s · w−1.5) (3)",
+        "This corresponds to a warmup.",
+        "It is in the tensor2tensor library.1",
+        "Because the use is common, we omit it.",
+        "The loss is JSD (p ‖ q) (6)",
+        "Since it is positive, we stop.",
+    ]
+
+
+def test_an_enumeration_or_an_abbreviation_before_a_number_is_not_a_boundary():
+    for text in ("Our contributions are: (1) We propose a model; (2) We show it works.",
+                 "There are (1) TMEM16 family, (2) XKR family and (3) PLSCR family.",
+                 "This is it, as in (3) Then we go on.",
+                 "As shown in Smith et al.1 The result holds.",
+                 "See Fig.1 The plot shows it.",
+                 "The value is 3.1 The next one is 4.2 here."):
+        assert _sentences(text) == [text], text
+
+
 def test_sentence_spans_point_into_the_text():
     text = "  First one. Second (i.e. the next) one.  Third.  "
     spans = split_sentences(text)

@@ -23,8 +23,16 @@ ABBREVIATIONS = frozenset(
     )
 )
 
-_BOUNDARY = re.compile(r"[.?!][\"”’')\]]*(?=\s+)|\n+")
+#: A sentence ends at terminal punctuation (closing quotes and brackets included) before a
+#: space, at a line break, after a display equation's label ("... V (1) The two ...": the
+#: label closes the equation), or after a footnote mark glued to a full stop ("... library.1
+#: Because ..."): PDF text prints both without the space a boundary needs.
+_BOUNDARY = re.compile(r"[.?!][\"”’')\]]*(?=\s+)|\n+|(?<=\s)(?P<label>\(\d{1,3}[a-z]?\))(?=\s+[A-Z])"
+                       r"|(?<=[a-z][a-z]\.)(?P<mark>\d{1,2})(?=\s+[A-Z][a-z])")
 _NEXT_START = re.compile(r"\s+([\"“‘(\[]*[A-Z0-9])")
+#: What the text before an equation label looks like: formula signs, not words.  An
+#: enumeration's "(2) We show ..." follows prose ("...; (2)"), and stays one sentence.
+_FORMULA_TAIL = re.compile(r"[=+−×·√∑∏∫≤≥∈∼^_|]|\)\s*$")
 
 
 @dataclass
@@ -35,10 +43,21 @@ class Passage:
     page: int
 
 
-def _is_boundary(text: str, end: int) -> bool:
-    """Whether the punctuation ending at ``end`` closes a sentence."""
+def _is_boundary(text: str, end: int, m: re.Match | None = None) -> bool:
+    """Whether the punctuation ending at ``end`` (the :data:`_BOUNDARY` match ``m``) closes a
+    sentence."""
     if text[end - 1] == "\n":
         return True
+    if m is not None and m.group("label"):
+        # an equation's label: the formula before it (on its line) has formula signs
+        tail = text[max(0, text.rfind("\n", 0, m.start()) + 1, m.start() - 40):m.start()]
+        return bool(tail.strip()) and bool(_FORMULA_TAIL.search(tail))
+    if m is not None and m.group("mark"):
+        k = m.start() - 1  # the full stop
+        w = k
+        while w > 0 and not text[w - 1].isspace() and text[w - 1] not in "([":
+            w -= 1
+        return text[w:k].lower() not in ABBREVIATIONS
     m = _NEXT_START.match(text, end)
     if not m:
         return False
@@ -66,7 +85,7 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     start = 0
     for m in _BOUNDARY.finditer(text):
         end = m.end()
-        if not _is_boundary(text, end):
+        if not _is_boundary(text, end, m):
             continue
         _add_span(text, start, end, spans)
         start = end
