@@ -137,10 +137,10 @@ FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
             "tcos", "ccos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.101, "pcos": 0.252, "lex": 0.199, "passage": 0.118, "type": 0.039, "cue": 0.070,
-    "pointed": 0.147, "rank": -0.052, "summary": 0.013, "quoted": 0.025, "first": -0.021,
-    "anaphor": 0.011, "title": 0.275, "words": 0.028, "dense": 0.032, "ctx": 0.317,
-    "pcos_prev": 0.135, "tcos": 0.134, "ccos": 0.172,
+    "cos": 0.096, "pcos": 0.244, "lex": 0.202, "passage": 0.116, "type": 0.040, "cue": 0.075,
+    "pointed": 0.138, "rank": -0.055, "summary": 0.012, "quoted": 0.025, "first": -0.022,
+    "anaphor": 0.013, "title": 0.270, "words": 0.027, "dense": 0.033, "ctx": 0.304,
+    "pcos_prev": 0.127, "tcos": 0.138, "ccos": 0.168,
 }
 
 #: The learned answer metric (see the module docstring): a weight per embedding dimension,
