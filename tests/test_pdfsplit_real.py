@@ -312,3 +312,19 @@ def test_table_rows_leave_the_prose_on_papers_that_caption_below(gold_sets):
     ieee = res["ieee_sp_sok_memory_2013.pdf"]
     t1 = next(o for o in ieee.objects if o.label == "Table I")
     assert "EXPLOITS THAT DEFEAT BOTH DEP AND ASLR" in t1.caption
+
+
+def test_plot_axis_labels_are_the_figures_not_footnotes_or_prose(gold_sets):
+    """A plot's tick labels ("0 1 2 3 4 5 6", its 0 raised like a footnote mark) used to be
+    read as footnotes, which stopped the figure's contents there and left the rest of the plot
+    in the sentence it interrupted (ResNet's introduction); a footnote's second line stays with
+    its footnote, not with the figure whose contents come next in reading order."""
+    res = {g["paper"]: r for which in gold_sets.values() for g, r, _ in which}
+    resnet = res["resnet_1512.03385v1.pdf"]
+    intro = next(s for s in resnet.sections if s.title.endswith("Introduction"))
+    assert ("tasks [8, 12, 7, 32, 27] have also greatly benefited from very deep models"
+            in " ".join(intro.text.split()))
+    fn = next(o for o in resnet.objects if o.label == "footnote 1")
+    assert "mscoco.org" in fn.caption + fn.text
+    assert not any(o.kind == "footnote" and not re.search(r"[A-Za-z]{2}", o.caption)
+                   for r in res.values() for o in r.objects)

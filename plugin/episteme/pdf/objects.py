@@ -279,6 +279,12 @@ def _tail_size(ln: Line) -> float:
     return ln.size
 
 
+def _next_line(a: Line, b: Line) -> bool:
+    """``b`` is set as the line after ``a`` (same page and size, one line's leading below)."""
+    return (a.page == b.page and a.y is not None and b.y is not None
+            and abs(a.size - b.size) <= 0.3 and 0 < a.y - b.y <= 1.6 * max(a.size, 1.0))
+
+
 def _caption_sides(lines: list[Line], caps: list[tuple[int, int, str, str]], stop: int,
                    body: _Body, taken: set[int], headings: set[int]) -> dict[str, int]:
     """Per kind of float, the side its contents sit on in this paper: ``-1`` (before the
@@ -305,11 +311,14 @@ def _caption_sides(lines: list[Line], caps: list[tuple[int, int, str, str]], sto
 def _float_run(lines: list[Line], k: int, step: int, stop: int, body: _Body, taken: set[int],
                headings: set[int], page: int) -> list[int]:
     """The non-prose lines from ``k`` going ``step`` (-1 up, 1 down) on ``page``, up to the
-    first line of prose, heading, footnote or line already taken (another caption)."""
+    first line of prose, heading, footnote (its first line, or the next line of a footnote
+    begun on the line before) or line already taken (another caption)."""
     out: list[int] = []
     while 0 <= k < stop and lines[k].page == page and len(out) < 120:
         ln = lines[k]
         if k in taken or k in headings or _is_prose(ln, body) or _footnote_start(ln, body):
+            break
+        if k > 0 and _footnote_start(lines[k - 1], body) and _next_line(lines[k - 1], ln):
             break
         if step > 0 and ln.text.rstrip().endswith((".", ":")) and len(ln.text.split()) >= 6:
             break  # a sentence of body text after the float
@@ -347,6 +356,8 @@ def _footnote_start(ln: Line, body: _Body) -> re.Match | None:
     raised = first is not None and (
         first.size < 0.85 * ln.size or first.text.strip() == m.group("mark"))
     text = m.group("text")
+    if not re.search(r"[^\W\d_]{2}", text):
+        return None  # a footnote says something: "0 1 2 3 4 5 6" is a plot's axis, its 0 raised
     if m.group("mark").isdigit() and not raised and not (
         text[:1].isupper() or text.lower().startswith(("http", "www"))
     ):
