@@ -137,10 +137,10 @@ FEATURES = ("cos", "pcos", "lex", "passage", "type", "cue", "pointed", "rank", "
             "quoted", "first", "anaphor", "title", "words", "dense", "ctx", "pcos_prev",
             "tcos", "ccos")
 WEIGHTS: dict[str, float] = {
-    "cos": 0.096, "pcos": 0.244, "lex": 0.202, "passage": 0.116, "type": 0.040, "cue": 0.075,
-    "pointed": 0.138, "rank": -0.055, "summary": 0.012, "quoted": 0.025, "first": -0.022,
-    "anaphor": 0.013, "title": 0.270, "words": 0.027, "dense": 0.033, "ctx": 0.304,
-    "pcos_prev": 0.127, "tcos": 0.138, "ccos": 0.168,
+    "cos": 0.105, "pcos": 0.268, "lex": 0.222, "passage": 0.127, "type": 0.044, "cue": 0.081,
+    "pointed": 0.157, "rank": -0.061, "summary": 0.012, "quoted": 0.026, "first": -0.027,
+    "anaphor": 0.017, "title": 0.302, "words": 0.028, "dense": 0.033, "ctx": 0.337,
+    "pcos_prev": 0.141, "tcos": 0.153, "ccos": 0.184,
 }
 
 #: The learned answer metric (see the module docstring): a weight per embedding dimension,
