@@ -187,8 +187,10 @@ def find_objects(lines: list[Line], heights: dict[int, float], *,
         i += 1
     sides = _caption_sides(lines, caps, stop, body, taken, headings)
     for start, end, kind, label in caps:
+        # tables put their caption above the rows, figures below the drawing, unless this
+        # paper's captions say otherwise
         content = _float_content(lines, start, end, stop, body, taken, headings,
-                                 first=sides.get(kind))
+                                 sides.get(kind, 1 if kind == "table" else -1))
         taken.update(content)
         cap_text = re.sub(r"\s+", " ", " ".join(lines[k].text for k in range(start, end)))
         rows = [(_cells(lines[k]) if kind == "table" else lines[k].text.strip())
@@ -282,7 +284,7 @@ def _tail_size(ln: Line) -> float:
 def _next_line(a: Line, b: Line) -> bool:
     """``b`` is set as the line after ``a`` (same page and size, one line's leading below)."""
     return (a.page == b.page and a.y is not None and b.y is not None
-            and abs(a.size - b.size) <= 0.3 and 0 < a.y - b.y <= 1.6 * max(a.size, 1.0))
+            and abs(a.size - b.size) < 0.3 and 0 < a.y - b.y < 1.5 * b.size)
 
 
 def _caption_sides(lines: list[Line], caps: list[tuple[int, int, str, str]], stop: int,
@@ -328,16 +330,12 @@ def _float_run(lines: list[Line], k: int, step: int, stop: int, body: _Body, tak
 
 
 def _float_content(lines: list[Line], start: int, end: int, stop: int, body: _Body,
-                   taken: set[int], headings: set[int], first: int | None = None) -> set[int]:
+                   taken: set[int], headings: set[int], first: int) -> set[int]:
     """The non-prose lines on the caption's page right before and after it (its rows, cells
     and labels), up to the first line of prose either way.  ``first``: the side to look at
-    first (:func:`_caption_sides`); by default tables put their caption above the rows and
-    figures below the drawing."""
+    first, 1 (after the caption) or -1 (before it; :func:`_caption_sides`)."""
     page = lines[start].page
     out: set[int] = set()
-    if first is None:
-        table = CAPTION_START.match(lines[start].text.strip()).group("kind").lower() == "table"
-        first = 1 if table else -1
     order = ((1, end), (-1, start - 1)) if first > 0 else ((-1, start - 1), (1, end))
     for step, k in order:
         if len(out) >= 2:
@@ -379,8 +377,7 @@ def _footnotes(lines: list[Line], stop: int, body: _Body, heights: dict[int, flo
         prev = lines[i - 1] if i > 0 else None
         # footnotes stand apart from what precedes them: not the next line of a block of small
         # text in their own size (a table, a list of references), unless an earlier footnote
-        if (prev is not None and prev.page == ln.page and prev.y is not None
-                and abs(prev.size - ln.size) < 0.3 and 0 < prev.y - ln.y < 1.5 * ln.size
+        if (prev is not None and _next_line(prev, ln)
                 and not (out and out[-1].lines and out[-1].lines[-1] == i - 1)):
             i += 1
             continue
