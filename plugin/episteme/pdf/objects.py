@@ -281,10 +281,11 @@ def _tail_size(ln: Line) -> float:
     return ln.size
 
 
-def _next_line(a: Line, b: Line) -> bool:
-    """``b`` is set as the line after ``a`` (same page and size, one line's leading below)."""
+def _next_line(a: Line, b: Line, leading: float = 1.5) -> bool:
+    """``b`` is set as the line after ``a``: same page and size, below it by less than
+    ``leading`` times its size."""
     return (a.page == b.page and a.y is not None and b.y is not None
-            and abs(a.size - b.size) < 0.3 and 0 < a.y - b.y < 1.5 * b.size)
+            and abs(a.size - b.size) < 0.3 and 0 < a.y - b.y < leading * b.size)
 
 
 def _caption_sides(lines: list[Line], caps: list[tuple[int, int, str, str]], stop: int,
@@ -320,7 +321,8 @@ def _float_run(lines: list[Line], k: int, step: int, stop: int, body: _Body, tak
         ln = lines[k]
         if k in taken or k in headings or _is_prose(ln, body) or _footnote_start(ln, body):
             break
-        if k > 0 and _footnote_start(lines[k - 1], body) and _next_line(lines[k - 1], ln):
+        # (a footnote's lines may be set a little looser than the footnote finder asks)
+        if k > 0 and _footnote_start(lines[k - 1], body) and _next_line(lines[k - 1], ln, 1.7):
             break
         if step > 0 and ln.text.rstrip().endswith((".", ":")) and len(ln.text.split()) >= 6:
             break  # a sentence of body text after the float
