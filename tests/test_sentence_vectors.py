@@ -142,6 +142,19 @@ def test_rows_split_by_an_older_splitter_are_refreshed(wiki, embedder, capsys):
                             (merged.tobytes(), np.frombuffer(vecs, np.float16)[embedder.dim:].tobytes(), sid))
         assert outdated_papers(st, embedder.name) == [GAN]
         assert missing_papers(st, embedder.name) == []  # a row exists: only the spans tell
+        text = next(r[0] for r in st.conn.execute(
+            "SELECT section_text FROM sections WHERE section_id = ?", (sid,)))
+    # until the refresh, the answerer embeds a prose sentence the outdated row has no vector
+    # for (here the second, stored merged with the first) rather than scoring it without one
+    orphan = clean_sentence(text[spans[1][0]:spans[1][1]])
+    eng = QueryEngine(settings, embedder=embedder, memo=False)
+    try:
+        q = f"Is it so that {orphan[0].lower()}{orphan[1:]}"
+        ex = eng.offline.answer(q, eng.retrieve(q)["sections"], explain=True)
+    finally:
+        eng.close()
+    cand = next(c for c in ex["candidates"] if c["text"] == orphan)
+    assert cand["dense"] == 1.0  # scored by its own vector, embedded now
     from episteme.commands.rebuild import main as rebuild_main
 
     assert rebuild_main(["--sentences", "--wiki", str(wiki), "--no-progress"]) == 0
