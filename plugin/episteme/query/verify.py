@@ -1780,6 +1780,11 @@ def grid_check(claim: str, cnums: list[Num], grid) -> tuple[str, str, tuple[int,
     if not in_table:
         return None
     rows = grid.rows
+    # the claim's values the table does not hold (a setting such as "10-crop", or a number in
+    # a name, "Recall@20", "ResNet-152", names the table or a column, not a value of it)
+    text = normalize(claim)
+    missing = [n for n in vals if not where[id(n)] and not _compound(claim, n)
+               and (n.start == 0 or text[n.start - 1].isspace() or text[n.start - 1] in "(")]
     # a row holding all the claim's values (named, or no row named at all): the table agrees
     # unless the claim names another column for one of them
     first_bad = None
@@ -1801,11 +1806,6 @@ def grid_check(claim: str, cnums: list[Num], grid) -> tuple[str, str, tuple[int,
                 return True
 
             bad = [n for n in in_table if not any(ok(k) for j, k in where[id(n)] if j == i)]
-            # (a setting such as "10-crop", or a number in a name, "Recall@20", "ResNet-152",
-            # names the table or a column, not a value of it)
-            text = normalize(claim)
-            missing = [n for n in vals if not where[id(n)] and not _compound(claim, n)
-                       and (n.start == 0 or text[n.start - 1].isspace() or text[n.start - 1] in "(")]
             if not bad and missing and i in named_rows:
                 # the row the claim names holds its other values, and under the one column
                 # it names that they do not fill, another value than the claim's: that is
