@@ -72,6 +72,24 @@ def test_figure_and_table_debris_is_not_an_answer_sentence():
                               "base configuration.")
 
 
+def test_pointers_at_floats_and_questions_are_not_answer_sentences():
+    """A sentence that only says where the content is, an algorithm's title and a question the
+    paper asks state nothing; a sentence that reports what a figure shows does."""
+    for s in ("Table 2 summarizes the comparison of the models with other approaches.",
+              "Figure 3 shows the skip-gram model with its context words.",
+              "As shown in Table 4 (b) lists the settings of every run we made.",
+              "Algorithm 1 Minibatch stochastic gradient descent training of the two nets.",
+              "With fewer inductive biases than ResNets, how crucial is the dataset size?",
+              "But does the same hold for the larger models we train here?”"):
+        assert not is_answer_sentence(s), s
+    assert is_answer_sentence("Fig. 7 shows that ResNets have generally smaller responses than "
+                              "their plain counterparts.")
+    assert is_answer_sentence("Table 2 reports a BLEU score of 28.4, higher than every earlier "
+                              "model.")  # a number: it states what the table holds
+    assert is_answer_sentence("The results in Table 2 show a BLEU score of 28.4 for the big "
+                              "model.")
+
+
 def test_limitation_and_comparison_questions_prefer_sentences_that_state_one(engine):
     off = OfflineAnswerer(engine.settings, engine.embedder, None)
     plain = "The encoder reads every word of the source sentence for each output word."
