@@ -77,7 +77,7 @@ def test_pointers_at_floats_and_questions_are_not_answer_sentences():
     paper asks state nothing; a sentence that reports what a figure shows does."""
     for s in ("Table 2 summarizes the comparison of the models with other approaches.",
               "Figure 3 shows the skip-gram model with its context words.",
-              "As shown in Table 4 (b) lists the settings of every run we made.",
+              "Figure 2 (a) shows the training loss of the two models.",
               "Algorithm 1 Minibatch stochastic gradient descent training of the two nets.",
               "With fewer inductive biases than ResNets, how crucial is the dataset size?",
               "But does the same hold for the larger models we train here?”"):

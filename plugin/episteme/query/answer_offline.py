@@ -225,10 +225,10 @@ _CAPTION = re.compile(r"^(figure|fig\.|table|algorithm)\s*\d+\s*[:.]", re.I)
 # it points the reader at a float and states nothing itself ("Fig. 7 shows that ..." does, and
 # so does one that gives a number: "Table 2 reports a BLEU score of 28.4")
 _POINTER = re.compile(
-    r"^(?:(?:in|as (?:shown|seen) in|see)\s+)?(?:figure|fig\.|table|tab\.|algorithm|appendix|"
-    r"section|sec\.)\s*[A-Z]?\d+(?:\.\d+)*\s*(?:\([a-z]\)\s*)?(?:shows?|summari[sz]es|presents|"
-    r"lists|illustrates|depicts|gives|reports|contains|corresponds|compares|displays|plots|"
-    r"provides|describes|outlines|details|visuali[sz]es)\b(?!\s+that\b)"
+    r"^(?:figure|fig\.|table|tab\.|algorithm|appendix|section|sec\.)\s*[A-Z]?\d+(?:\.\d+)*\s*"
+    r"(?:\([a-z]\)\s*)?(?:shows?|summari[sz]es|presents|lists|illustrates|depicts|gives|reports|"
+    r"contains|corresponds|compares|displays|plots|provides|describes|outlines|details|"
+    r"visuali[sz]es)\b(?!\s+that\b)"
     r"|^algorithm\s*\d+\s+[A-Z]", re.I)
 _SUMMARY_TITLE = re.compile(r"^(\d+(\.\d+)*\.?\s+)?(abstract|introduction|conclusions?|summary)\b", re.I)
 _ANAPHOR = re.compile(
