@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "ingest": ("ingest", "ingest a PDF: raw/ + SQLite + Chroma (+ wiki pages with --write) (= ingest.py)"),
     "split": ("split", "print a PDF's logical sections as JSON, storing nothing (= split_pdf.py)"),
     "cite": ("cite", "print BibTeX for a paper, or for the papers a wiki page cites"),
+    "citations": ("citations", "which ingested papers cite each other (reference lists resolved)"),
     "remove": ("remove", "un-ingest a paper: rows, vectors and raw file"),
     "rebuild": ("rebuild", "recreate SQLite and Chroma from raw/ alone"),
     "plan": ("plan", "for each section of a paper, list related wiki sections (= plan_ingest.py)"),
