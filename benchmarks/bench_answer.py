@@ -74,10 +74,10 @@ def miss_causes(engine, items: list[dict]) -> dict[str, int]:
     trace), ``ranked low`` (below the top 4 of the ranking)."""
     from collections import Counter
 
-    from episteme.query.answer_offline import (
-        _sentence_spans,
+    from episteme.query.answer_features import (
         clean_sentence,
         is_answer_sentence,
+        sentence_spans,
         shortened_sentence,
     )
 
@@ -95,13 +95,11 @@ def miss_causes(engine, items: list[dict]) -> dict[str, int]:
         ranks = [i for i, c in enumerate(ex.get("candidates") or [])
                  if hit(c["text"], it["gold_quotes"])]
         with off.tracer.locked_store() as store:
-            sids = [r[0] for r in store.conn.execute(
-                "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
-                "('references', 'front')", (it["paper"],))]
+            sids = store.prose_section_ids(it["paper"])
         quotable = any(hit(s, it["gold_quotes"]) and (
                            is_answer_sentence(s) or hit(shortened_sentence(s) or "", it["gold_quotes"]))
                        for text, *_r in off._sections(sids).values()
-                       for a, b in _sentence_spans(text) for s in [clean_sentence(text[a:b])])
+                       for a, b in sentence_spans(text) for s in [clean_sentence(text[a:b])])
         out["paper not retrieved" if it["paper"] not in papers else "filtered" if not quotable
             else "not a candidate" if not ranks else "dropped" if ranks[0] < 4
             else "ranked low"] += 1
@@ -222,7 +220,7 @@ def fit_ranking(dump: list[dict], papers: set[str], *, l2: float = 0.1,
     scale (what :data:`MARGIN`, :data:`REDUNDANCY` and :data:`LENGTH_COST` are set in).
     Returns the feature weights and the metric's (None without products)."""
     import numpy as np
-    from episteme.query.answer_offline import FEATURES, METRIC_SCALE
+    from episteme.query.answer_params import FEATURES, METRIC_SCALE
 
     qs = [q for q in dump if q["paper"] in papers and any(c["gold"] for c in q["candidates"])]
     X = [np.asarray([[c["parts"].get(f, 0.0) for f in FEATURES] for c in q["candidates"]])
@@ -272,7 +270,7 @@ def fit_ranking(dump: list[dict], papers: set[str], *, l2: float = 0.1,
 def candidate_score(c: dict, weights: dict[str, float], metric: list[float] | None) -> float:
     """A dumped candidate's ranking score under ``weights`` and ``metric`` (as the answerer
     computes it: the linear features plus ``METRIC_SCALE * metric . prod``)."""
-    from episteme.query.answer_offline import METRIC_SCALE
+    from episteme.query.answer_params import METRIC_SCALE
 
     score = sum(weights.get(f, 0.0) * v for f, v in c["parts"].items())
     if metric is not None and c.get("prod") is not None:
@@ -335,7 +333,7 @@ def training_sets() -> dict[str, list[dict]]:
 def save_metric(metric: list[float]) -> Path:
     """Write the fitted answer metric where the answerer loads it from, for the default
     embedding model (max-abs scaled to 1 with the scale kept, 6 significant digits)."""
-    from episteme.query.answer_offline import METRIC_FILE
+    from episteme.query.answer_params import METRIC_FILE
     from episteme.stores.embedding import DEFAULT_MODEL
 
     top = max(abs(x) for x in metric) or 1.0

@@ -80,7 +80,7 @@ def page_files(wiki: Path) -> list[str]:
 
 def to_prose(wiki: Path) -> int:
     """Rewrite every section with its quotes as plain sentences, through the writer."""
-    from episteme.query.claims import page_sections
+    from episteme.query.claimtext import page_sections
     from episteme.wiki.edit import WikiWriter
 
     n = 0
@@ -97,7 +97,7 @@ def to_prose(wiki: Path) -> int:
 
 def units_of(wiki: Path, kind: str) -> list[dict]:
     """The claims lint reads, with where they are (and each section's last body line)."""
-    from episteme.query.claims import page_sections, section_units
+    from episteme.query.claimtext import page_sections, section_units
     from episteme.wiki.index import read_index_json
 
     idx = read_index_json(wiki)

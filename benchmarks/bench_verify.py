@@ -319,15 +319,17 @@ def abstention(written: Path) -> dict | None:
             out.append(max((s["relevance"] for s in r["sections"]), default=0.0))
         return out
 
+    import dataclasses
+
     import episteme.query.retrieve as R
 
-    shipped_w = (R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR)
-    try:  # the weighting before session 4: every absent term in full, no name factor
-        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = 1.0, 1.0
-        before = {k: top_rel(p) for k, p in (("un", UNANSWERABLE), ("para", PARAPHRASES),
-                  ("ans", REPO / "benchmarks" / "retrieval_questions.jsonl"))}
-    finally:
-        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = shipped_w
+    shipped = retriever
+    # the weighting before session 4: every absent term in full, no name factor
+    retriever = Retriever(settings, index=shipped.index, tuning=dataclasses.replace(
+        R.DEFAULT_TUNING, absent_word_weight=1.0, name_floor=1.0))
+    before = {k: top_rel(p) for k, p in (("un", UNANSWERABLE), ("para", PARAPHRASES),
+              ("ans", REPO / "benchmarks" / "retrieval_questions.jsonl"))}
+    retriever = shipped
     un = top_rel(UNANSWERABLE)
     ans = top_rel(REPO / "benchmarks" / "retrieval_questions.jsonl")
     para = top_rel(PARAPHRASES)
@@ -356,7 +358,7 @@ def abstention(written: Path) -> dict | None:
             "para_covered": sum(x >= COVERED_THRESHOLD for x in para) / len(para),
             "before": {k: (sum(x < COVERED_THRESHOLD for x in v) / len(v) if k == "un" else
                            sum(x >= COVERED_THRESHOLD for x in v) / len(v)) for k, v in before.items()},
-            "weights": shipped_w}
+            "weights": (R.DEFAULT_TUNING.absent_word_weight, R.DEFAULT_TUNING.name_floor)}
 
 
 def dev_trace(tracer: Tracer, wiki: Path) -> dict:

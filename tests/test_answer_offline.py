@@ -9,7 +9,6 @@ import shutil
 
 import pytest
 from episteme.query.answer_offline import (
-    MIN_EVIDENCE_UNCOVERED,
     MIN_WORDS,
     NO_ANSWER,
     Candidate,
@@ -19,6 +18,7 @@ from episteme.query.answer_offline import (
     has_quantity,
     is_answer_sentence,
 )
+from episteme.query.answer_params import DEFAULT_TUNING
 from episteme.query.chat import MemoEmbedder, QueryEngine
 from episteme.query.trace import split_claims
 from ingested_wiki import wiki_settings
@@ -204,7 +204,7 @@ def test_not_covered_by_retrieval_abstains_naming_topics(engine):
     off = OfflineAnswerer(engine.settings, engine.embedder, engine.tracer)
     covered = off.answer(q, sections, covered=True, explain=True)
     # abstention reads the hand-set evidence score, not the fitted ranking score
-    assert max(c["evidence"] for c in covered["candidates"]) < MIN_EVIDENCE_UNCOVERED
+    assert max(c["evidence"] for c in covered["candidates"]) < DEFAULT_TUNING.min_evidence_uncovered
     res = off.answer(q, sections, covered=False)
     assert res["abstained"] and res["answer"].startswith(NO_ANSWER)
     assert sections[0]["title"] in res["answer"]
@@ -216,7 +216,7 @@ def test_clear_evidence_answers_past_not_covered(engine):
     sections = engine.retrieve(q)["sections"]
     off = OfflineAnswerer(engine.settings, engine.embedder, engine.tracer)
     res = off.answer(q, sections, covered=False, explain=True)
-    assert max(c["evidence"] for c in res["candidates"]) >= MIN_EVIDENCE_UNCOVERED, res["candidates"][:2]
+    assert max(c["evidence"] for c in res["candidates"]) >= DEFAULT_TUNING.min_evidence_uncovered, res["candidates"][:2]
     assert not res["abstained"] and "28.4" in res["answer"], res["answer"]
 
 
@@ -266,7 +266,7 @@ def _made_up_dump(seed: int, n: int, cand) -> list[dict]:
 def test_the_fit_learns_which_feature_marks_the_answer():
     """bench_answer's pairwise fit on made-up candidates where one feature (``title``) marks
     the gold sentence and the others are noise: the fitted weights rank gold first."""
-    from episteme.query.answer_offline import FEATURES
+    from episteme.query.answer_params import FEATURES
 
     bench_answer = _bench_answer()
 
@@ -323,14 +323,14 @@ def test_selection_leads_with_the_best_and_covers_both_parts_of_a_question(engin
 
 
 def test_section_titles_lose_their_numbers():
-    from episteme.query.answer_offline import _bare_title
+    from episteme.query.answer_features import bare_title
 
-    assert _bare_title("4.2 Results") == "Results"
-    assert _bare_title("IV.B Cost") == "Cost" and _bare_title("A.1 Setup") == "Setup"
-    assert _bare_title("II ATTACKS") == "ATTACKS"
-    assert _bare_title("Results") == "Results"
-    assert _bare_title("A satisfactory model") == "A satisfactory model"
-    assert _bare_title("3 The S2ORC dataset") == "The S2ORC dataset"
+    assert bare_title("4.2 Results") == "Results"
+    assert bare_title("IV.B Cost") == "Cost" and bare_title("A.1 Setup") == "Setup"
+    assert bare_title("II ATTACKS") == "ATTACKS"
+    assert bare_title("Results") == "Results"
+    assert bare_title("A satisfactory model") == "A satisfactory model"
+    assert bare_title("3 The S2ORC dataset") == "The S2ORC dataset"
 
 
 def test_centred_cosine_rewards_the_aspect_asked_not_the_shared_topic():
@@ -338,7 +338,7 @@ def test_centred_cosine_rewards_the_aspect_asked_not_the_shared_topic():
     a sentence that only restates that topic no longer outranks the one carrying the aspect
     the question asks about, though its plain cosine is higher."""
     import numpy as np
-    from episteme.query.answer_offline import _centred_cosines
+    from episteme.query.answer_rank import centred_cosines
 
     def unit(v):
         v = np.asarray(v, dtype=np.float32)
@@ -358,7 +358,7 @@ def test_centred_cosine_rewards_the_aspect_asked_not_the_shared_topic():
     novec = Candidate("no vector", None, None, "S", None, None, (0, 2, 0))
     cands = [restates, answers, *fillers, novec]
     assert float(restates.vec @ question) > float(answers.vec @ question)  # plain cosine
-    _centred_cosines(question, cands)
+    centred_cosines(question, cands)
     assert answers.parts["ccos"] > restates.parts["ccos"]
     assert novec.parts["ccos"] == 0.0
 
@@ -368,7 +368,8 @@ def test_answer_metric_weighs_the_directions_it_learned():
     counts; the same candidates rank the other way round under the opposite metric, and a
     candidate without a vector (or no metric) gets 0."""
     import numpy as np
-    from episteme.query.answer_offline import METRIC_SCALE, _centred_cosines
+    from episteme.query.answer_params import METRIC_SCALE
+    from episteme.query.answer_rank import centred_cosines
 
     rng = np.random.default_rng(3)
     topic, first, second = np.eye(3, dtype=np.float32)
@@ -388,16 +389,16 @@ def test_answer_metric_weighs_the_directions_it_learned():
         return a, b, [a, b, *rest, Candidate("no vector", None, None, "S", None, None, (0, 2, 0))]
 
     a, b, all_ = cands()
-    _centred_cosines(question, all_, (0.0, 1.0, 0.0), products=True)
+    centred_cosines(question, all_, (0.0, 1.0, 0.0), products=True)
     assert a.parts["qa"] > b.parts["qa"]
     assert all_[-1].parts["qa"] == 0.0 and all_[-1].product is None
     # the products are what the metric weighs: qa = METRIC_SCALE * metric . product
     assert a.parts["qa"] == pytest.approx(METRIC_SCALE * float(a.product[1]), rel=1e-5)
     a, b, all_ = cands()
-    _centred_cosines(question, all_, (0.0, -1.0, 0.0))
+    centred_cosines(question, all_, (0.0, -1.0, 0.0))
     assert a.parts["qa"] < b.parts["qa"] and a.product is None  # products only when asked
     a, b, all_ = cands()
-    _centred_cosines(question, all_, None)
+    centred_cosines(question, all_, None)
     assert a.parts["qa"] == b.parts["qa"] == 0.0
 
 
@@ -407,7 +408,7 @@ def test_answer_metric_file_is_used_only_for_its_model(tmp_path):
     without it); the stored scale multiplies the weights."""
     import json
 
-    from episteme.query.answer_offline import METRIC_FILE, load_metric
+    from episteme.query.answer_params import METRIC_FILE, load_metric
     from episteme.stores.embedding import DEFAULT_MODEL
 
     path = tmp_path / "m.json"
@@ -430,7 +431,7 @@ def test_the_fit_learns_an_answer_metric():
     """bench_answer's joint fit on made-up candidates whose centred products carry the gold
     sentence in one dimension: the metric's largest weight is that dimension, and it ranks
     unseen questions' gold first."""
-    from episteme.query.answer_offline import FEATURES
+    from episteme.query.answer_params import FEATURES
 
     bench_answer = _bench_answer()
 
@@ -470,10 +471,10 @@ def test_ranking_reads_the_centred_cosine(engine):
 
 
 def test_selection_spreads_over_sections(engine):
-    """A second sentence from the section already quoted pays :data:`SECTION_COST`: a nearly
+    """A second sentence from the section already quoted pays ``tuning.section_cost``: a nearly
     as good sentence from another section goes first (the one restating the question's topic
     crowds one section; the answer is often further on)."""
-    import episteme.query.answer_offline as ao
+    from dataclasses import replace
 
     off = OfflineAnswerer(engine.settings, engine.embedder, None)
 
@@ -485,13 +486,10 @@ def test_selection_spreads_over_sections(engine):
     other = cand("A sentence in another section gives the actual figure asked.", 0.91, "p#2")
     picked = off._select([best, same, other])
     assert picked[0] is best and picked.index(other) < picked.index(same)
-    saved = ao.SECTION_COST
-    try:
-        ao.SECTION_COST = 0.0
-        picked = off._select([best, same, other])
-        assert picked.index(same) < picked.index(other)
-    finally:
-        ao.SECTION_COST = saved
+    free = OfflineAnswerer(engine.settings, engine.embedder, None,
+                           tuning=replace(DEFAULT_TUNING, section_cost=0.0))
+    picked = free._select([best, same, other])
+    assert picked.index(same) < picked.index(other)
 
 
 def test_tracer_lends_its_store_under_its_lock(engine):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from episteme.lint import lint_wiki
-from episteme.query.claims import page_sections, section_units
+from episteme.query.claimtext import page_sections, section_units
 from ingested_wiki import wiki_settings
 from serverlive import written_template  # noqa: F401  (a fixture)
 
@@ -339,7 +339,7 @@ def test_writer_returns_the_claim_findings_of_what_it_writes(written_wiki: Path)
 def test_since_a_date_takes_pages_modified_from_that_day(written_wiki: Path):
     import datetime as dt
 
-    from episteme.query.claims import changed_pages
+    from episteme.lint.claims import changed_pages
 
     pages = sorted(p.relative_to(written_wiki).as_posix() for p in written_wiki.rglob("*.md")
                    if p.name not in ("index.md", "log.md") and ".episteme" not in p.parts and "raw" not in p.parts)
@@ -353,7 +353,8 @@ def test_since_a_date_takes_pages_modified_from_that_day(written_wiki: Path):
 def test_a_replaced_source_names_the_sentences_that_lost_support(tmp_path: Path):
     import sqlite3
 
-    from episteme.query.claims import PaperIndex, mark_lost_support
+    from episteme.lint.claims import mark_lost_support
+    from episteme.query.claims import PaperIndex
 
     db = tmp_path / "sections.db"
     with sqlite3.connect(db) as conn:  # the papers table as the store keeps it: a.pdf re-ingested

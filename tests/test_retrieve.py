@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -104,12 +105,9 @@ def test_relevance_weighs_absent_names_over_absent_words(wiki, embedder):
     assert max(s["relevance"] for s in miss["sections"]) < top * 0.6
     assert miss["covered"] is False and miss["closest_topics"]
     # the absent ordinary words weigh less than before (the old weighting: all absent terms in full)
-    old = (R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR)
-    try:
-        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = 1.0, 1.0
-        before = max(s["relevance"] for s in r.retrieve(para, k=3, refresh=False)["sections"])
-    finally:
-        R.ABSENT_WORD_WEIGHT, R.NAME_FLOOR = old
+    flat = Retriever(wiki_settings(root), embedder, index=r.index,
+                     tuning=replace(R.DEFAULT_TUNING, absent_word_weight=1.0, name_floor=1.0))
+    before = max(s["relevance"] for s in flat.retrieve(para, k=3, refresh=False)["sections"])
     assert top > before
 
 

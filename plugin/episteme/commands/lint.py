@@ -168,7 +168,7 @@ def render_text(report, fixes: list[dict[str, Any]], elapsed: float | None = Non
         f"{report.pages} pages, {report.sections} sections{stores} checked{took}\n"
     )
     if report.extra.get("claims") is not None:
-        from ..query.claims import format_table
+        from ..lint.claims import format_table
 
         out.append(format_table(report.extra["claims"]))
     return "".join(out)

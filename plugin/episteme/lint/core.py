@@ -175,7 +175,7 @@ def lint_wiki(
     since: str | None = None,
 ) -> LintReport:
     """Run every enabled rule over the wiki at ``wiki`` (``claims``: also check the claims of
-    the sections against their papers, :mod:`episteme.query.claims`; ``since`` limits that)."""
+    the sections against their papers, :mod:`episteme.lint.claims_run`; ``since`` limits that)."""
     from ..graph.core import WikiGraph
     from .indexes import check_indexes, log_findings
 
@@ -207,7 +207,7 @@ def lint_wiki(
 
         findings.extend(check_stores(root, settings, enabled, sections))
     if claims and enabled & CLAIM_RULES:
-        from ..query.claims import lint_hook
+        from .claims_run import lint_hook
 
         findings.extend(lint_hook(report, settings, sections, since))
     _apply_severity(schema, findings)

@@ -80,7 +80,7 @@ RULES: dict[str, Rule] = {
                                "embeds and adds the passages that have no vector"),
     "store-model-mismatch": Rule("error", "vectors or papers recorded with another embedding model than configured"),
     "store-unknown-source": Rule("error", "an index.json source that is not a paper in SQLite"),
-    # claims (--claims; episteme.query.claims)
+    # claims (--claims; episteme.lint.claims_run)
     "claim-contradicted": Rule("error", "a sentence of a section that its own source papers contradict"),
     "claim-unsupported": Rule("warning", "a sentence of a section that no passage of its source papers states"),
     "claim-misquoted": Rule("warning", "a quote not found verbatim in the section's sources"),

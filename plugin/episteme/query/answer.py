@@ -21,13 +21,13 @@ import re
 from collections.abc import Sequence
 
 from ..errors import EpistemeError
-from ..wiki.links import display_text
+from .answer_features import wiki_sentences
+from .answer_params import NO_ANSWER
 
 MAX_SECTION_CHARS = 6000  # per section in the prompt: bounded prompt size
 EXTRACTIVE_SENTENCES = 3
 RELEVANCE_MARGIN = 0.25  # extractive: keep sentences scoring within this of the best one
 _CITE = re.compile(r"\[(sec_\d{3,}(?:\s*[,;]\s*sec_\d{3,})*)\]")
-NO_ANSWER = "The wiki does not cover this question."
 
 SYSTEM_PROMPT = (
     "You answer questions about research papers using ONLY the wiki sections given in the user "
@@ -66,7 +66,7 @@ def keep_verified(answer_text: str, traced: dict) -> tuple[str, list[str]]:
     (contradicted or unsupported claims).  The offline answerer calls it so that it never
     states what the papers contradict or do not say."""
     from ..pdf.passages import split_sentences
-    from .trace import _strip_citations
+    from .trace import strip_citations
 
     rejected = {" ".join(c["claim"].split()) for c in traced.get("claims", [])
                 if c.get("verdict", "supported" if c.get("supported") else "unsupported") != "supported"}
@@ -75,7 +75,7 @@ def keep_verified(answer_text: str, traced: dict) -> tuple[str, list[str]]:
     kept, dropped = [], []
     for a, b in split_sentences(answer_text):
         sent = answer_text[a:b]
-        bare = " ".join(_strip_citations(sent).split())
+        bare = " ".join(strip_citations(sent).split())
         if bare and any(bare == r or (len(r) > 20 and (r in bare or bare in r)) for r in rejected):
             dropped.append(bare)
         else:
@@ -139,27 +139,6 @@ def answer_with_claude(settings, question: str, sections: Sequence[dict], *, cli
     return {"answer": text, "mode": "claude", "sections_used": used, "usage": usage}
 
 
-def _sentences(text: str) -> list[str]:
-    from ..pdf.passages import split_sentences
-
-    clean = display_text(text or "")  # [[link|label]] -> label
-    # Each list item, heading and paragraph is its own block, so a list of topic names never
-    # runs together into one pseudo-sentence.
-    blocks = re.split(r"\n\s*\n|\n(?=\s*(?:[-*>]|#+|\d+\.)\s)", clean)
-    out = []
-    for block in blocks:
-        block = re.sub(r"^\s*(?:[-*>]|#+|\d+\.)\s+", "", block, flags=re.M)  # list/quote/heading marks
-        # a line ending in ":" introduces what follows ("From <paper>, §3.2 (p. 4):"), it is no claim
-        block = re.sub(r"^[^\n]*:[ \t]*$", "", block, flags=re.M)
-        for a, b in split_sentences(block):
-            s = " ".join(block[a:b].split()).strip(" \"“”")
-            n = len(s.split())
-            # a claim is a whole sentence: it ends like one (titles and link lists do not)
-            if 6 <= n <= 80 and not s.startswith("|") and re.search(r"[.!?][\"”’)\]]*$", s):
-                out.append(s)
-    return out
-
-
 def extractive_answer(question: str, sections: Sequence[dict], embedder, *,
                       n: int = EXTRACTIVE_SENTENCES) -> dict:
     """The offline answer: the ``n`` sentences of ``sections`` closest to the question, in
@@ -169,7 +148,7 @@ def extractive_answer(question: str, sections: Sequence[dict], embedder, *,
     cands: list[tuple[str, str, int]] = []  # sentence, section id, section rank
     seen: set[str] = set()
     for rank, s in enumerate(sections):
-        for sent in _sentences(s.get("text", "")):
+        for sent in wiki_sentences(s.get("text", "")):
             key = sent.lower()
             if key not in seen:
                 seen.add(key)

@@ -17,11 +17,51 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from typing import Any, TypedDict
 
 from ..errors import EpistemeError
 from .answer import answer as make_answer
 from .answer import cited_ids
+from .trace import TOP_PER_CLAIM
+
+
+class ChatSource(TypedDict):
+    """One quoted passage of a chat result (the seed's fields plus ``page``, ``claim``, ...)."""
+
+    paper: str
+    section: str
+    passage: str
+    similarity: float
+    page: int | None
+    claim: str
+    score: float
+    passage_id: str
+    quote: str
+
+
+class ChatResult(TypedDict, total=False):
+    """What :meth:`QueryEngine.chat` returns (``chat`` prints it as JSON; the server's ``/chat``
+    and MCP return it).  Always: ``question``, ``answer``, ``wiki_sections_used``, ``sources``,
+    ``unsupported_claims``, ``mode``, ``covered``; the rest when they apply."""
+
+    question: str
+    answer: str
+    wiki_sections_used: list[str]
+    sources: list[ChatSource]
+    unsupported_claims: list[str]
+    contradicted_claims: list[str]
+    claims: list[dict]
+    mode: str  # "claude" | "offline" | "not_covered"
+    covered: bool
+    scope: Any
+    llm_usage: dict
+    citations: list[dict]
+    closest_topics: list
+    abstained: bool
+    dropped_claims: list[str]
+    note: str
+    warning: str
+    trace_error: str
 
 
 class MemoEmbedder:
@@ -168,12 +208,13 @@ class QueryEngine:
         return make_answer(self.settings, question, sections, mode=mode, embedder=self.embedder,
                            client=self._llm_client, offline=offline, covered=covered)
 
-    def trace(self, answer: str, *, sections=None, papers=None, top: int = 3,
+    def trace(self, answer: str, *, sections=None, papers=None, top: int = TOP_PER_CLAIM,
               threshold: float | None = None, include_references: bool = False) -> dict:
         return self.tracer.trace(answer, sections=sections, papers=papers, top=top,
                                  threshold=threshold, include_references=include_references)
 
-    def chat(self, question: str, *, k: int = 5, mode: str = "auto", top: int = 3) -> dict:
+    def chat(self, question: str, *, k: int = 5, mode: str = "auto",
+             top: int = TOP_PER_CLAIM) -> ChatResult:
         """Retrieve, answer, trace: the seed's ``/chat`` response plus ``page``/``claim`` per
         source, ``unsupported_claims``, the per-claim detail and the answer mode."""
         retrieved = self.retrieve(question, k=k)
@@ -200,7 +241,7 @@ class QueryEngine:
                 {s["id"] for s in sections}]
         if not used:
             used = [s["id"] for s in sections]
-        result = {
+        result: ChatResult = {
             "question": retrieved["question"],
             "answer": text,
             "wiki_sections_used": used,
@@ -220,7 +261,8 @@ class QueryEngine:
             result["claims"] = []
             return result
         index_json = {s["id"]: list(s["sources"]) for s in sections}
-        traced = ans.get("trace") if top == 3 else None  # the offline answer traced itself
+        # the offline answer traced itself, with the tracer's default passages per claim
+        traced = ans.get("trace") if top == TOP_PER_CLAIM else None
         try:
             if traced is None:
                 traced = self.tracer.trace(text, sections=used, top=top, index_json=index_json)
@@ -254,7 +296,7 @@ class QueryEngine:
         return result
 
 
-def format_chat_text(result: dict) -> str:
+def format_chat_text(result: ChatResult) -> str:
     """The answer with a numbered citation after each claim, then the quoted passages."""
     from .trace import quote
 

@@ -10,24 +10,41 @@ wiki, and the JSON shape the skill, ``chat`` and the server share.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 
 from ..errors import EpistemeError, UsageError
 
-#: A section is relevant to a question when its relevance (0..1, see :func:`relevance`) is at
-#: least this; a question no section reaches is not covered by the wiki.  Calibrated in
-#: benchmarks/bench_verify.py (answerable retrieval questions vs unanswerable ones).
-COVERED_THRESHOLD = 0.5
-#: relevance = W_COVER x coverage + (1 - W_COVER) x scaled cosine similarity
-W_COVER = 0.5
-#: In the coverage, an absent *ordinary* word of the question weighs this share of its IDF; an
-#: absent *name* (by form: capitalised inside the sentence, mixed case, letters with digits,
-#: acronyms) weighs in full.  A paraphrase uses other ordinary words than the wiki ("cut up"
-#: for "split"), but no wiki has RoBERTa's masking when it never names RoBERTa.
-ABSENT_WORD_WEIGHT = 0.5
-#: A section that lacks a name the question asks about answers it at best partly: its relevance
-#: is scaled by NAME_FLOOR + (1 - NAME_FLOOR) x the IDF share of the question's names it has.
-NAME_FLOOR = 0.3
-COS_FLOOR, COS_SPAN = 0.15, 0.5
+
+@dataclass(frozen=True)
+class RetrievalTuning:
+    """The calibrated numbers of retrieval's relevance and its "not covered" verdict (defaults =
+    what ships; the benchmark and the tests pass their own instead of patching globals)."""
+
+    #: A section is relevant to a question when its relevance (0..1, see
+    #: :meth:`Retriever.relevance`) is at least this; a question no section reaches is not
+    #: covered by the wiki.  Calibrated in benchmarks/bench_verify.py (answerable retrieval
+    #: questions vs unanswerable ones).
+    covered_threshold: float = 0.5
+    #: relevance = w_cover x coverage + (1 - w_cover) x scaled cosine similarity
+    w_cover: float = 0.5
+    #: In the coverage, an absent *ordinary* word of the question weighs this share of its IDF;
+    #: an absent *name* (by form: capitalised inside the sentence, mixed case, letters with
+    #: digits, acronyms) weighs in full.  A paraphrase uses other ordinary words than the wiki
+    #: ("cut up" for "split"), but no wiki has RoBERTa's masking when it never names RoBERTa
+    #: (set with benchmarks/bench_verify.py's paraphrase and unanswerable questions).
+    absent_word_weight: float = 0.5
+    #: A section that lacks a name the question asks about answers it at best partly: its
+    #: relevance is scaled by name_floor + (1 - name_floor) x the IDF share of the question's
+    #: names it has (benchmarks/bench_verify.py, as absent_word_weight).
+    name_floor: float = 0.3
+    #: the cosine part: (cosine - cos_floor) / cos_span, clipped to 0..1 (hand-set)
+    cos_floor: float = 0.15
+    cos_span: float = 0.5
+
+
+DEFAULT_TUNING = RetrievalTuning()
+#: the shipped "covered" threshold (:attr:`RetrievalTuning.covered_threshold`)
+COVERED_THRESHOLD = DEFAULT_TUNING.covered_threshold
 
 DEFAULT_K = 5
 MAX_K = 50
@@ -37,8 +54,10 @@ MAX_QUESTION_CHARS = 4000  # a question longer than this is cut (bounded work)
 class Retriever:
     """Retrieval over one wiki.  Thread-safe; keeps the index open between calls."""
 
-    def __init__(self, settings, embedder=None, index=None):
+    def __init__(self, settings, embedder=None, index=None, *,
+                 tuning: RetrievalTuning = DEFAULT_TUNING):
         self.settings = settings
+        self.tuning = tuning
         if index is None:
             from .wikisearch import WikiSectionIndex
 
@@ -81,7 +100,7 @@ class Retriever:
                 "relevance": r,
                 "sources": h["sources"],
             })
-        covered = any(r >= COVERED_THRESHOLD for r in rel)
+        covered = any(r >= self.tuning.covered_threshold for r in rel)
         out = {"question": question, "sections": sections, "covered": covered, "index": stats}
         if not covered:
             out["closest_topics"] = list(dict.fromkeys(s["title"] for s in sections))[:3]
@@ -96,6 +115,7 @@ class Retriever:
 
         from .text import content_terms, stem, surface_words, words
 
+        tune = self.tuning
         terms = content_terms(question)
         if not hits:
             return []
@@ -133,16 +153,16 @@ class Retriever:
             have = {stem(w) for w in words(" ".join((h.get("title") or "", h.get("description") or "",
                                                       h.get("text") or "")))}
             present = sum(w for t, w in idf.items() if t in have)
-            absent = sum(w * (1.0 if t in names else ABSENT_WORD_WEIGHT)
+            absent = sum(w * (1.0 if t in names else tune.absent_word_weight)
                          for t, w in idf.items() if t not in have)
             cover = present / ((present + absent) or 1.0)
             cos = h.get("similarity")
-            cos_part = min(1.0, max(0.0, ((cos or 0.0) - COS_FLOOR) / COS_SPAN))
-            rel = W_COVER * cover + (1 - W_COVER) * cos_part
+            cos_part = min(1.0, max(0.0, ((cos or 0.0) - tune.cos_floor) / tune.cos_span))
+            rel = tune.w_cover * cover + (1 - tune.w_cover) * cos_part
             if name_mass:
                 share = sum(idf[t] for t in names
                             if t in have or h.get("page") in on_page.get(t, ())) / name_mass
-                rel *= NAME_FLOOR + (1 - NAME_FLOOR) * share
+                rel *= tune.name_floor + (1 - tune.name_floor) * share
             out.append(round(rel, 4))
         return out
 

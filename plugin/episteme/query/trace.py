@@ -160,6 +160,9 @@ def _strip_citations(text: str) -> str:
     return " ".join(_CITATION.sub("", text).split())
 
 
+strip_citations = _strip_citations  # the public name (answer.keep_verified)
+
+
 # ---------------------------------------------------------------------------------- scope
 
 
@@ -377,6 +380,8 @@ class Tracer:
             with self._db_lock:
                 hit = self._stacked[key]
         return hit[2]
+
+    passage_matrix, passage_rows = _matrix, _rows  # public names (the offline answerer's candidates)
 
     def _lexical(self, query: str, papers: list[str] | None, include_references: bool,
                  limit: int) -> list[str]:

@@ -462,6 +462,7 @@ def _inflect(cues: dict[str, int]) -> dict[str, int]:
 
 _MAG_CUES = _inflect(_MAG_CUES)
 _GOOD_CUES = _inflect(_GOOD_CUES)
+GOOD_CUES, MAG_CUES, NEG_CUES = _GOOD_CUES, _MAG_CUES, _NEG_CUES  # public names (query.claims)
 # quantities where more is worse: "higher error" = worse, "fewer FLOPs" = cheaper
 _BAD_QUANTITIES = frozenset(["error", "errors", "err", "loss", "losses", "cost", "costs", "complexity", "time", "latency", "perplexity", "flops", "memory", "overhead", "runtime"])
 

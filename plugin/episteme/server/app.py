@@ -669,7 +669,8 @@ def page_claims(settings, page: str, *, tracer=None, lock=None) -> dict:
         out["reason"] = "no papers are ingested in this wiki (no SQLite store): nothing to check claims against"
         return out
     try:
-        from ..query.claims import ClaimChecker, check_claims
+        from ..lint.claims_run import check_claims
+        from ..query.claims import ClaimChecker
     except ImportError as e:  # pragma: no cover - a broken install
         out["reason"] = f"claim checking is not available ({e})"
         return out

@@ -464,6 +464,46 @@ class Store:
             for t in ("papers", "sections", "passages")
         }
 
+    # --- answerer queries (the offline answerer's reads: query/answer_candidates.py) ----------
+
+    def section_texts(self, section_ids: Sequence[str]) -> list:
+        """``(section_id, section_text, ord, section_title, kind, page_start, page_end)`` rows
+        of the given sections (any order)."""
+        return self.conn.execute(
+            "SELECT section_id, section_text, ord, section_title, kind, page_start, page_end "
+            f"FROM sections WHERE section_id IN ({','.join('?' * len(section_ids))})",
+            list(section_ids)).fetchall()
+
+    def passage_spans(self, section_ids: Sequence[str]) -> list:
+        """``(passage id, section id, char_start, char_end, page)`` rows of the given sections,
+        by section then position."""
+        return self.conn.execute(
+            "SELECT id, section_id, char_start, char_end, page FROM passages WHERE section_id IN "
+            f"({','.join('?' * len(section_ids))}) ORDER BY section_id, ord", list(section_ids)
+        ).fetchall()
+
+    def unreferenced_section_ids(self, paper_ids: Sequence[str]) -> list:
+        """``(section_id, paper_id)`` rows of the papers' sections other than their reference
+        lists."""
+        return self.conn.execute(
+            "SELECT section_id, paper_id FROM sections WHERE paper_id IN "
+            f"({','.join('?' * len(paper_ids))}) AND kind != 'references'", list(paper_ids)).fetchall()
+
+    def body_section_titles(self, paper_ids: Sequence[str]) -> list:
+        """``(section_id, section_title)`` rows of the papers' body sections with text (no
+        references, front matter, tables, figures or footnotes)."""
+        return self.conn.execute(
+            "SELECT section_id, section_title FROM sections WHERE paper_id IN "
+            f"({','.join('?' * len(paper_ids))}) AND kind NOT IN ('references', 'front', "
+            "'table', 'figure', 'footnote') AND length(section_text) > 0",
+            list(paper_ids)).fetchall()
+
+    def prose_section_ids(self, paper_id: str) -> list[str]:
+        """A paper's section ids in order, without its references and front matter."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
+            "('references', 'front') ORDER BY ord", (paper_id,))]
+
     def search_passages_fts(
         self, query: str, paper_ids: Sequence[str] | None = None, limit: int = 20, *, match_all: bool = False
     ) -> list[dict]:
