@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
 import re
 import tempfile
+import threading
 import time
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from .errors import EpistemeError, UsageError
@@ -84,17 +86,38 @@ def append_text(path: str | os.PathLike, text: str) -> None:
         os.fsync(f.fileno())
 
 
+_THREAD_LOCKS: dict[str, threading.RLock] = {}
+_THREAD_LOCKS_GUARD = threading.Lock()
+
+
 @contextlib.contextmanager
 def wiki_lock(wiki: str | os.PathLike, timeout: float = 600.0) -> Iterator[None]:
-    """Hold the wiki's exclusive writer lock (``<wiki>/.episteme/write.lock``; ``flock``, or
-    ``msvcrt.locking`` on Windows).
+    """Hold the wiki's exclusive writer lock: the one lock every writer of a wiki takes (pages,
+    indexes, ``log.md``, ``raw/``, the stores), between processes *and* between threads.
 
-    Re-entrant within one process (nested writers in one pipeline do not deadlock).  Waits up to
-    ``timeout`` seconds for another process, then raises a clear error.
+    Two layers: a per-wiki ``RLock`` (threads of one process: the file lock below is held per
+    process, so two server threads would otherwise both pass it), then
+    ``<wiki>/.episteme/write.lock`` (``flock``, or ``msvcrt.locking`` on Windows) between
+    processes.  Re-entrant within one thread (nested writers in one pipeline do not deadlock).
+    Waits up to ``timeout`` seconds, then raises a clear error.
     """
     lock_dir = Path(wiki) / DATA_DIR
     lock_dir.mkdir(parents=True, exist_ok=True)
     key = str(lock_dir.resolve())
+    with _THREAD_LOCKS_GUARD:
+        rlock = _THREAD_LOCKS.setdefault(key, threading.RLock())
+    if not rlock.acquire(timeout=timeout):
+        raise EpistemeError(f"another writer in this process holds the write lock of {wiki}")
+    try:
+        with _process_lock(lock_dir, key, wiki, timeout):
+            yield
+    finally:
+        rlock.release()
+
+
+@contextlib.contextmanager
+def _process_lock(lock_dir: Path, key: str, wiki: str | os.PathLike, timeout: float) -> Iterator[None]:
+    """The file half of :func:`wiki_lock` (re-entrant per process: a depth count per wiki)."""
     depth = _HELD.get(key, 0)
     if depth:
         _HELD[key] = depth + 1
@@ -267,3 +290,55 @@ def crash_point(name: str) -> None:
         if kill is not None:
             os.kill(os.getpid(), kill)
         os._exit(137)
+
+
+
+# ------------------------------------------------------------------------------- journals
+#
+# Every writer that changes more than one file makes the change recoverable the same way: a
+# small JSON record, written atomically under ``.episteme/`` *before* the first file changes,
+# says what is in progress; the writer deletes it when done.  A crash leaves it behind, and the
+# next writer to take :func:`wiki_lock` replays it (finishes or undoes the change).  The three
+# journals and who replays them are listed in docs/architecture.md ("Writers").
+
+
+def write_journal(folder: str | os.PathLike, name: str, record: Mapping[str, object]) -> None:
+    """Write the journal ``folder/name`` (one JSON object and a newline, atomically): the
+    change it describes is now in progress.  Call under :func:`wiki_lock`."""
+    atomic_write_text(Path(folder) / name, json.dumps(dict(record)) + "\n")
+
+
+def read_journal(folder: str | os.PathLike, name: str) -> dict | str | None:
+    """The journal ``folder/name``: ``None`` when there is none (the last change finished), the
+    JSON object it holds, or its raw text when that is not a JSON object (the caller decides
+    what an unreadable journal means: it cannot be torn, the write is atomic)."""
+    try:
+        with open(Path(folder) / name, encoding="utf-8") as f:
+            text = f.read()
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text
+    return data if isinstance(data, dict) else text
+
+
+def clear_journal(folder: str | os.PathLike, name: str) -> None:
+    """Delete the journal ``folder/name`` (the change is complete); no error when absent."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(Path(folder) / name)
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (on Windows always assumed: ``os.kill`` would end it).
+    Why: temp files carry their writer's pid, and only a dead writer's are anyone's to delete."""
+    if pid == os.getpid() or os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True
+    return True

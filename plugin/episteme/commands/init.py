@@ -44,8 +44,7 @@ def init_wiki(wiki: str | os.PathLike) -> dict[str, Any]:
     """Create the wiki folder's starter files that are missing (under the wiki's write lock,
     each written atomically); return what was created and what already existed."""
     from ..errors import UsageError
-    from ..fsutil import atomic_write_text
-    from ..wiki.edit import write_lock
+    from ..fsutil import atomic_write_text, wiki_lock
 
     root = Path(wiki)
     if root.exists() and not root.is_dir():
@@ -53,7 +52,7 @@ def init_wiki(wiki: str | os.PathLike) -> dict[str, Any]:
     root.mkdir(parents=True, exist_ok=True)
     (root / "raw").mkdir(exist_ok=True)
     created, existing = [], []
-    with write_lock(root):
+    with wiki_lock(root):
         for name in FILES:
             path = root / name
             if path.exists():

@@ -30,29 +30,19 @@ half a batch.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any
 
 from ..errors import EpistemeError, NotFoundError, UsageError
-from ..fsutil import atomic_write_text
-from .edit import (
-    INDEX_JSON,
-    INDEX_MD,
-    SEQ_FILE,
-    WikiWriter,
-    _data_dir,
-    _read_seq,
-    find_section,
-    load_frontmatter,
-    resolve_page,
-)
+from .edit import WikiWriter, find_section, resolve_page
+from .index import INDEX_JSON, INDEX_MD, IndexEntry
+from .pagetext import load_frontmatter, verify_round_trip
 from .sections import SECTION_ID_RE, parse_page
+from .staging import commit_files
+from .upkeep import SEQ_FILE, read_seq
 
-JOURNAL = "batch-journal.json"
 OPS = ("create", "update", "append")
 _FIELDS = {
     "create": {"op", "page", "title", "description", "body", "sources", "page_title", "type",
@@ -155,10 +145,7 @@ class StagedWriter(WikiWriter):
 
     # writes: into memory
     def _commit(self, rel, path, new_text, before, sec, new_number) -> None:
-        from .edit import _verify_round_trip
-        from .index import IndexEntry
-
-        _verify_round_trip(rel, new_text, before, sec)
+        verify_round_trip(rel, new_text, before, sec)
         self.staged[rel] = new_text
         if new_number is not None:
             self._seq_high = max(self._seq_high or 0, new_number)
@@ -187,57 +174,10 @@ class StagedWriter(WikiWriter):
         idx = self._indexes()
         files[INDEX_JSON] = idx.render_json()
         files[INDEX_MD] = idx.render_md()
-        if self._seq_high is not None and (_read_seq(self.wiki) or 0) < self._seq_high:
+        if self._seq_high is not None and (read_seq(self.wiki) or 0) < self._seq_high:
             files[f".episteme/{SEQ_FILE}"] = f"{self._seq_high}\n"
-        moves = []
-        for i, (rel, text) in enumerate(files.items()):
-            target = self.wiki / rel
-            target.parent.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f".{target.name}.batch{os.getpid()}-{i}.tmp")
-            _write_synced(tmp, text)
-            moves.append({"target": rel, "temp": tmp.relative_to(self.wiki).as_posix()})
-        atomic_write_text(_data_dir(self.wiki) / JOURNAL, json.dumps({"moves": moves}) + "\n")
-        _apply_moves(self.wiki, moves)
+        commit_files(self.wiki, files)
         self._dirty = False
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-
-
-def _apply_moves(wiki: Path, moves: Iterable[dict[str, str]]) -> None:
-    for m in moves:
-        tmp = wiki / m["temp"]
-        if tmp.exists():
-            os.replace(tmp, wiki / m["target"])
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(_data_dir(wiki) / JOURNAL)
-
-
-def recover(wiki: str | os.PathLike) -> bool:
-    """Finish a batch a crash interrupted after its commit point (call under the write lock).
-    Returns True when there was one.  Temp files of a batch that never reached its journal are
-    left to the writer's stale-temp cleanup (they match ``.<name>.*.tmp``)."""
-    wiki = Path(wiki)
-    path = _data_dir(wiki) / JOURNAL
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return False
-    except ValueError:  # a torn journal cannot exist (atomic write); be safe anyway
-        path.unlink()
-        return False
-    moves = [m for m in data.get("moves", [])
-             if isinstance(m, dict) and _inside(wiki, m.get("target")) and _inside(wiki, m.get("temp"))]
-    _apply_moves(wiki, moves)
-    return True
-
-
-def _inside(wiki: Path, rel: Any) -> bool:
-    return not (not isinstance(rel, str) or not rel or rel.startswith(("/", "\\")) or ".." in Path(rel).parts)
 
 
 def run_batch(wiki: str | os.PathLike, items: list[dict[str, Any]], *, known_sources,

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EpistemeError
-from ..fsutil import append_text, atomic_write_text
+from ..fsutil import append_text, atomic_write_text, read_journal
 from .files import DATA_DIR
 from .sections import SECTION_ID_RE, section_number
 
@@ -76,17 +76,8 @@ def pending_write(wiki: str | os.PathLike) -> dict | None:
     """The marker an interrupted write left behind, or None.  Here, beside the indexes it
     says may be stale, rather than in :mod:`episteme.wiki.edit`: lint reads it, and importing
     the writer (PyYAML's full import among the rest) cost a lint run ~30 ms of start-up."""
-    path = os.path.join(os.fspath(wiki), DATA_DIR, PENDING_FILE)
-    try:
-        with open(path, encoding="utf-8") as f:
-            text = f.read()
-    except FileNotFoundError:
-        return None
-    try:
-        data = json.loads(text)
-        return data if isinstance(data, dict) else {"raw": text}
-    except json.JSONDecodeError:
-        return {"raw": text}
+    data = read_journal(os.path.join(os.fspath(wiki), DATA_DIR), PENDING_FILE)
+    return {"raw": data} if isinstance(data, str) else data
 
 
 @dataclass
@@ -177,7 +168,7 @@ def index_md_page(wiki: str | os.PathLike, section_id: str) -> str | None:
     """The ``Page:`` that ``index.md`` lists for ``section_id`` (``None`` when absent), found
     by searching the text for the entry instead of parsing every entry: a lookup costs one
     read, not a parse that grows with the wiki (the writer looks sections up per paper)."""
-    text = _read_or_none(Path(wiki) / INDEX_MD)
+    text = read_text_or_none(Path(wiki) / INDEX_MD)
     if not text:
         return None
     m = re.search(rf"^##[ \t]+{re.escape(section_id)}[ \t]*$", text, re.M)
@@ -209,7 +200,7 @@ def write_index_md(wiki: str | os.PathLike, index: IndexMd) -> bool:
     """Atomically write ``index.md``; returns False (and writes nothing) when unchanged."""
     path = Path(wiki) / INDEX_MD
     text = index.render()
-    if _read_or_none(path) == text:
+    if read_text_or_none(path) == text:
         return False
     atomic_write_text(path, text)
     return True
@@ -242,7 +233,7 @@ def parse_index_json(text: str) -> dict[str, list[str]]:
 
 def read_index_json(wiki: str | os.PathLike) -> dict[str, list[str]]:
     """Read ``<wiki>/index.json`` (empty when absent)."""
-    text = _read_or_none(Path(wiki) / INDEX_JSON)
+    text = read_text_or_none(Path(wiki) / INDEX_JSON)
     return {} if text is None else parse_index_json(text)
 
 
@@ -266,7 +257,7 @@ def write_index_json(wiki: str | os.PathLike, mapping: Mapping[str, Iterable[str
     """Atomically write ``index.json`` (always lists, ids in numeric order); False when unchanged."""
     path = Path(wiki) / INDEX_JSON
     text = render_index_json(mapping)
-    if _read_or_none(path) == text:
+    if read_text_or_none(path) == text:
         return False
     atomic_write_text(path, text)
     return True
@@ -378,14 +369,16 @@ def parse_log(text: str) -> tuple[list[LogEntry], list[str]]:
 
 
 def read_log(wiki: str | os.PathLike) -> tuple[list[LogEntry], list[str]]:
-    text = _read_or_none(Path(wiki) / LOG_MD)
+    text = read_text_or_none(Path(wiki) / LOG_MD)
     return ([], []) if text is None else parse_log(text)
 
 
 # ----------------------------------------------------------------------------------- helpers
 
 
-def _read_or_none(path: Path) -> str | None:
+def read_text_or_none(path: Path) -> str | None:
+    """The UTF-8 text of ``path``, or ``None`` when it does not exist (an index not yet
+    written is not an error)."""
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:

@@ -194,3 +194,13 @@ def section_number(section_id: str) -> int:
 def format_section_id(n: int) -> str:
     """42 → ``sec_042`` (at least three digits, more when needed)."""
     return f"sec_{n:03d}"
+
+
+def max_section_number(ids) -> int:
+    """The highest number among ``ids`` that are well-formed section ids (0 when none): what a
+    new section's id is allocated above."""
+    best = 0
+    for sid in ids:
+        if SECTION_ID_RE.match(sid):
+            best = max(best, section_number(sid))
+    return best
