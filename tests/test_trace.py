@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from conftest import SCRIPTS
 from episteme.errors import EpistemeError, NotFoundError, UsageError
-from episteme.query.trace import MAX_CLAIMS, Tracer, longest_common_run, split_claims, stem
+from episteme.query.text import longest_common_run, stem
+from episteme.query.trace import MAX_CLAIMS, Tracer, split_claims
 from ingested_wiki import wiki_settings
 
 ATT = "attention_1706.03762v5.pdf"
@@ -368,7 +369,7 @@ def test_document_frequency_query_depends_on_the_text_alone():
     the text asked about, whatever the process stemmed before (a warm server and a fresh
     command line must score a question the same: tests/test_server.py compares them end to
     end)."""
-    from episteme.query.trace import fts_term, stem, surface_words
+    from episteme.query.text import fts_term, stem, surface_words
 
     before = {t: fts_term(t) for t in ("wors", "negativ", "reduc", "tru")}
     for w in ("worse", "worsening", "negatives", "reduced", "reducing", "truly", "true"):

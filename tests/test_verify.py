@@ -76,7 +76,7 @@ def verdict(claim: str, *texts: str, **kw) -> dict:
 def test_a_word_meets_its_inflections():
     """The stemmer both sides share: a base form and its inflections are one term (e-final
     verbs, -y/-ies/-ied, doubled consonants, -ate/-ation), and unrelated words stay apart."""
-    from episteme.query.trace import stem
+    from episteme.query.text import stem
 
     for forms in (("reduce", "reduced", "reduces", "reducing"), ("scale", "scaled", "scales", "scaling"),
                   ("use", "used", "uses", "using"), ("study", "studied", "studies", "studying"),

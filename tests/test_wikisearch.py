@@ -73,7 +73,7 @@ def test_term_frequencies_ask_fts5_as_the_tracer_does(small_wiki, embedder):
     """A stem is asked through the question's own word: FTS5's Porter stemmer reads the stem
     "wors" (worse) as "wor", a prefix of "work", so a bare prefix query counted every section
     about work as one about being worse."""
-    from episteme.query.trace import stem, surface_words
+    from episteme.query.text import stem, surface_words
 
     wiki, ids = small_wiki
     idx = WikiSectionIndex(wiki_settings(wiki), embedder)

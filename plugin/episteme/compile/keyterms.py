@@ -16,7 +16,7 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
-from ..query.stopwords import KEYTERM_STOP
+from ..query.text import KEYTERM_STOP
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]|[A-Za-z]")
 # Function words and the scaffolding of scientific prose: they carry no topic (the one list

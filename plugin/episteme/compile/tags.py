@@ -8,7 +8,7 @@ import re
 from collections import Counter
 
 from ..fsutil import slugify
-from ..query.stopwords import TAG_STOP
+from ..query.text import TAG_STOP
 from .decisions import clean_tags
 
 TOPIC_TAGS = 3  # tags per topic page: its key terms and the paper's topic words it shares

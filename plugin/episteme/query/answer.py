@@ -164,7 +164,7 @@ def extractive_answer(question: str, sections: Sequence[dict], embedder, *,
                       n: int = EXTRACTIVE_SENTENCES) -> dict:
     """The offline answer: the ``n`` sentences of ``sections`` closest to the question, in
     score order, each followed by its section's citation.  Deterministic."""
-    from .trace import content_terms
+    from .text import content_terms
 
     cands: list[tuple[str, str, int]] = []  # sentence, section id, section rank
     seen: set[str] = set()

@@ -493,7 +493,7 @@ class OfflineAnswerer:
         the papers never mention cannot be answered from them, however similar its topic."""
         if self.tracer is None:
             return []
-        from .trace import stem, words
+        from .text import stem, words
 
         out = []
         for i, m in enumerate(_NAME.finditer(question)):
@@ -774,7 +774,7 @@ class OfflineAnswerer:
         part; otherwise its passage's cosine stands in."""
         import numpy as np
 
-        from .trace import content_terms, surface_words
+        from .text import content_terms, surface_words
 
         qtype = expected_type(question)
         limitation = bool(_LIMITATION_Q.search(question))

@@ -392,7 +392,7 @@ def section_units(sec: SectionText) -> list[Unit]:
 
 
 def _alnum(text: str) -> str:
-    from .verify import normalize, unligature
+    from .text import normalize, unligature
 
     return " " + " ".join(_ALNUM.split(unligature(normalize(text)).lower())).strip() + " "
 
@@ -707,7 +707,7 @@ def altered_copy(claim: str, cands: list[dict]) -> tuple[dict, str, str, str] | 
     import difflib
 
     from ..pdf.passages import split_sentences
-    from .verify import normalize, unligature
+    from .text import normalize, unligature
 
     # words hyphenated across a line are compared joined, on both sides: a copy that keeps or
     # drops such a hyphen ("Trans- former" / "Transformer") alters nothing; nor does one that

@@ -94,7 +94,7 @@ class Retriever:
         with the cosine similarity of the question and the section, scaled to 0..1."""
         import math
 
-        from .trace import content_terms, stem, surface_words, words
+        from .text import content_terms, stem, surface_words, words
 
         terms = content_terms(question)
         if not hits:
@@ -164,7 +164,7 @@ def name_terms(question: str) -> set[str]:
     list of names; a question's first word is capitalised as a sentence, not as a name."""
     import re
 
-    from .trace import STOP, stem
+    from .text import STOP, stem
 
     out: set[str] = set()
     initial = True

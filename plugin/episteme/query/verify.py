@@ -53,6 +53,8 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from .text import STOP, normalize, stem, unligature, words
+
 SUPPORTED, CONTRADICTED, UNSUPPORTED = "supported", "contradicted", "unsupported"
 VERDICTS = (SUPPORTED, CONTRADICTED, UNSUPPORTED)
 
@@ -70,21 +72,6 @@ NUMBER_TOPIC_COVER = 0.45
 #: the least share of a claim's words (numbers aside) a passage must have for its numbers to
 #: count as the claim's values (half of :data:`TOPIC_COVER`: a table row shares few words)
 NUMBER_TOPIC_FLOOR = 0.2
-
-_ONE = str.maketrans({"’": "'", "‘": "'", "−": "-", "–": "-", "—": "-", "“": '"', "”": '"',
-                      "\u00a0": " ", "\u2009": " ", "\u202f": " "})
-_LIG = str.maketrans({"ﬁ": "fi", "ﬂ": "fl", "ﬀ": "ff", "ﬃ": "ffi", "ﬄ": "ffl"})
-
-
-def normalize(text: str) -> str:
-    """Typographic quotes, dashes and odd spaces to their plain forms, one character for one,
-    so offsets into the result are offsets into ``text`` (quotes are cut from the original)."""
-    return (text or "").translate(_ONE)
-
-
-def unligature(text: str) -> str:
-    """``ﬁ`` → ``fi`` and friends (changes lengths: for matching words only)."""
-    return (text or "").translate(_LIG)
 
 
 # ------------------------------------------------------------------------------------ numbers
@@ -488,7 +475,6 @@ def _tokens(text: str) -> tuple[tuple[str, int, int], ...]:
 def negated_near(text: str, terms: set[str], *, min_hits: int = 1) -> tuple[bool, int | None]:
     """Whether a negation cue stands within 4 words before one of ``terms`` (stemmed content
     words) — or within 2 after, for "X is absent" / "no X" styles; returns the cue's offset."""
-    from .trace import stem
 
     toks = _tokens(text)
     norm = unligature(normalize(text))
@@ -515,7 +501,6 @@ def negated_near(text: str, terms: set[str], *, min_hits: int = 1) -> tuple[bool
 def _privative_near(text: str, terms: set[str]) -> bool:
     """A verb of absence ("discarded", "excludes") next to the claim's words: the text denies
     something without a "not"."""
-    from .trace import stem
 
     toks = _tokens(text)
     for i, (w, _s, _e) in enumerate(toks):
@@ -526,7 +511,6 @@ def _privative_near(text: str, terms: set[str]) -> bool:
 
 def _negated_terms(text: str, cue_at: int | None, n: int = 2) -> set[str]:
     """The first ``n`` content words after the negation cue at offset ``cue_at``."""
-    from .trace import STOP, stem
 
     if cue_at is None:
         return set()
@@ -545,7 +529,6 @@ def negated_heads(text: str, n: int = 1) -> set[str]:
     "n't" ...), the first ``n`` content words after it in its clause ("we do not use dropout in
     these models" → dropout; "use" is a function word here, "models" lies outside the head).
     What a sentence denies, to compare with what a claim asserts."""
-    from .trace import STOP, stem
 
     toks = _tokens(text)
     norm = unligature(normalize(text))
@@ -694,7 +677,6 @@ def _stems(text: str) -> set[str]:
 
 @functools.lru_cache(maxsize=32768)
 def _stems_cached(text: str) -> frozenset[str]:
-    from .trace import STOP, stem, words
 
     # negation cues are a sentence's polarity, not its topic ("without" is no content word)
     return frozenset(stem(w) for w in words(unligature(text)) if w not in STOP and not w.isdigit()
@@ -1328,7 +1310,6 @@ class Verifier:
     def _role_swap(claim: str, sent: str) -> str | None:
         """Two sibling words (generator/discriminator, input/output) that the claim and the
         sentence bind to different shared words."""
-        from .trace import STOP, stem
 
         ct = [(stem(w), i) for i, (w, _s, _e) in enumerate(_tokens(claim)) if w not in STOP]
         st = [(stem(w), i) for i, (w, _s, _e) in enumerate(_tokens(sent)) if w not in STOP]
@@ -1375,7 +1356,6 @@ class Verifier:
         cc = comparisons(claim)
         if not cc:
             return None
-        from .trace import STOP, stem
 
         ctoks = _tokens(claim)
 
@@ -1599,7 +1579,6 @@ def _table_binding(claim: str, cnums: list[Num], cents: list[Ent], ev: Evidence)
     one the claim names (``value_of_other``), or two values whose columns the claim swaps
     (``values_swapped``: their order in the row against their columns' order in the header).
     Returns ``(code, text, offset in the passage)`` or None."""
-    from .trace import stem
 
     vals = [n for n in cnums if not n.word]
     if not vals or "\n" not in ev.text:

@@ -45,7 +45,7 @@ from ..fsutil import file_lock, read_only_reason
 from ..stores.sqlite import fts5_quote
 from ..wiki.files import iter_page_files
 from ..wiki.sections import SectionFormatError, parse_page
-from .stopwords import STOP
+from .text import STOP
 
 DB_NAME = "wiki_index.db"
 COLLECTION = "wiki_sections"
@@ -434,7 +434,7 @@ class WikiSectionIndex:
         :func:`~episteme.query.trace.fts_term` asks the passages, with ``surface`` (stem -> a
         word of the question that makes it, :func:`~episteme.query.trace.surface_words`) so
         that FTS5's own Porter stemmer cannot turn a stem into a prefix of other words."""
-        from .trace import fts_term
+        from .text import fts_term
 
         surface = surface or {}
         out: dict[str, int] = {}
@@ -453,7 +453,7 @@ class WikiSectionIndex:
         """Which of ``pages`` have a section containing ``term`` (asked like :meth:`term_df`,
         ``word`` being the question's word for it): a page names a thing even where one section
         does not."""
-        from .trace import fts_term
+        from .text import fts_term
 
         pages = list(dict.fromkeys(pages))
         if not pages or not term:
