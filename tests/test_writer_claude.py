@@ -314,7 +314,7 @@ def test_a_wiki_with_an_older_schema_gets_a_type_it_allows(ingested_wiki, fake_a
 
     schema = ingested_wiki / "SCHEMA.md"
     schema.write_text(schema.read_text(encoding="utf-8").replace(", result, setup, dataset]", "]"), encoding="utf-8")
-    from episteme.compile.extractive import allowed_types
+    from episteme.compile.naming import allowed_types
 
     allowed = allowed_types(ingested_wiki)
     assert "result" not in allowed and "method" in allowed

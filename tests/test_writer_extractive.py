@@ -346,7 +346,8 @@ def test_agent_flow_write_section_then_consistent(writer_stages, tmp_path):
 
 
 def test_keyphrases_and_sentences_are_deterministic_and_clean():
-    from episteme.compile.extractive import candidate_sentences, keyphrases
+    from episteme.compile.sentences import candidate_sentences
+    from episteme.compile.tags import keyphrases
 
     text = ("Multi-head attention allows the model to jointly attend to information. "
             "Figure 3: attention heads in layer 5 of 6 are shown here in colour. "
@@ -414,8 +415,8 @@ def test_topic_sections_quote_definitions_results_and_key_numbers(writer_stages)
     (each stating a quantity or an outcome); all quoted verbatim, and section length bounded."""
     import statistics
 
-    from episteme.compile.extractive import EXTRA_BUDGET
     from episteme.compile.roles import defined_term, is_result, quantities
+    from episteme.compile.sentences import EXTRA_BUDGET
 
     wiki = writer_stages / "after_attention"
     defs, nums, lengths = [], [], []
@@ -521,13 +522,13 @@ def test_sentence_roles_from_form_on_real_sentences(writer_stages):
     """The role tests on the stored paper's own sentences: definitions of a section's key terms
     (not any "X is a ..."), quantities without references, citations and years, and the
     parent-heading rule for experiment sections."""
-    from episteme.compile.extractive import candidate_sentences
     from episteme.compile.roles import (
         is_definition,
         key_words_of,
         paper_role,
         quantities,
     )
+    from episteme.compile.sentences import candidate_sentences
     from episteme.stores.sqlite import open_store
 
     settings = load_settings(writer_stages / "stores", env={}, dotenv=None)
@@ -635,7 +636,7 @@ def test_a_topic_alike_in_text_but_not_in_title_gets_its_own_page(writer_stages,
     text threshold just below their similarity, still does not merge when the two titles are
     unlike (architecture and background sections read alike to the embedding, whatever they
     describe); it gets its own page."""
-    from episteme.compile import extractive
+    from episteme.compile import extractive, naming
 
     wiki = _copy(writer_stages, "after_attention", tmp_path)
     settings = load_settings(wiki, env={}, dotenv=None)
@@ -647,7 +648,7 @@ def test_a_topic_alike_in_text_but_not_in_title_gets_its_own_page(writer_stages,
     (sim, sid), topic = max(((float(m[2]), m[1]), d) for m, d in closest if m)
     from episteme.wiki.edit import find_section
 
-    emb = embedder.encode([extractive.clean_title(topic.title), extractive.clean_title(find_section(wiki, sid)[1].title)])
+    emb = embedder.encode([naming.clean_title(topic.title), naming.clean_title(find_section(wiki, sid)[1].title)])
     assert float(emb[0] @ emb[1]) < extractive.MERGE_TITLE_SIMILARITY  # unlike titles
     monkeypatch.setattr(extractive, "MERGE_SIMILARITY", sim - 0.001)
     plan = extractive.plan_extractive(settings, BERT, embedder=embedder, today=today)

@@ -1,15 +1,15 @@
 """The Claude writer: for each section of a paper, Claude decides where it goes in the wiki.
 
 Per paper section (references, front matter and stubs skipped), the writer retrieves the top
-related wiki sections (:class:`episteme.compile.writer.RelatedFinder`; never the whole index, which
+related wiki sections (:class:`episteme.compile.inputs.RelatedFinder`; never the whole index, which
 does not scale) and asks Claude, through one forced tool call (:meth:`LLMClient.complete_tool`),
 for a structured decision: create a section (page slug, title, description, markdown body with
 ``[[links]]``, tags) or update one of the related sections (its id, the full new body).  The
-decision is validated against the wiki (:func:`episteme.compile.writer.validate_decision`: page path
+decision is validated against the wiki (:func:`episteme.compile.decisions.validate_decision`: page path
 safety, the section exists and lives on that page, body hygiene, sources, link plausibility);
 a rejected decision is sent back with the reason and asked again, a bounded number of times.
 
-All decisions are made before anything is written (see :mod:`episteme.compile.writer`), so a failure
+All decisions are made before anything is written (see :mod:`episteme.compile.decisions`), so a failure
 half-way leaves the wiki as it was.  To let later sections build on earlier ones, the prompt
 also lists the pages planned so far in this run, and an update of a section already updated
 in this run starts from the planned body.
@@ -23,16 +23,10 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import EpistemeError
-from .writer import (
-    PAPERS_FOLDER,
-    Decision,
-    PaperSection,
-    RelatedFinder,
-    WritePlan,
-    clean_tags,
-    load_paper,
-    validate_decision,
-)
+from ..paper import PaperSection
+from .decisions import Decision, WritePlan, clean_tags, link_targets, validate_decision
+from .inputs import PAPERS_FOLDER, RelatedFinder, load_paper
+from .naming import allowed_type, allowed_types, field_defined, paper_page_for, short_title
 
 #: the page types a new page of the Claude writer may take (``paper`` pages it makes itself),
 #: with the one-line meaning the tool schema gives the model
@@ -141,7 +135,6 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
     Raises :class:`episteme.llm.client.LLMError` (nothing written) when the API or the model fails."""
     from ..llm.client import UNTRUSTED_NOTICE, LLMClient
     from ..wiki.edit import raw_sources
-    from .extractive import allowed_types, field_defined, paper_page_for, short_title
 
     info = load_paper(settings, paper_id)
     wiki = settings.wiki
@@ -232,10 +225,8 @@ def tool_for(allowed: set[str]) -> dict[str, Any]:
 
 def page_type_from(value: Any, allowed: set[str]) -> str:
     """The model's ``page_type`` when it is one a new page may take in this wiki, else its
-    older stand-in (:func:`extractive.allowed_type`), else ``concept``: a missing or odd type
+    older stand-in (:func:`naming.allowed_type`), else ``concept``: a missing or odd type
     is no reason to refuse the section (nor to ask the model again)."""
-    from .extractive import allowed_type
-
     t = str(value or "").strip().lower()
     if t not in PAGE_TYPE_HELP:
         return "concept"
@@ -245,7 +236,7 @@ def page_type_from(value: Any, allowed: set[str]) -> str:
 def _decision(raw: dict[str, Any], paper_id: str, section: PaperSection, allowed: set[str] | None = None,
               paper_page: str | None = None) -> Decision:
     """The tool input as a :class:`Decision` (types already checked against the schema): the
-    page type from :func:`page_type_from`, tags through :func:`writer.clean_tags`; a result,
+    page type from :func:`page_type_from`, tags through :func:`decisions.clean_tags`; a result,
     setup or dataset page under ``papers/`` names its paper (``paper: <paper_page>``; ``None``
     when the wiki's schema has no ``paper`` field) like the offline writer's."""
     from ..wiki.schema import PAGE_TYPES
@@ -279,7 +270,6 @@ def _missing_link_targets(wiki, plan: WritePlan) -> list[str]:
     """Link targets in the planned bodies that match no existing page (path, stem or title)
     and no page the plan creates: allowed (a wiki grows by them) but worth reporting."""
     from ..wiki.scan import scan_wiki
-    from .writer import link_targets
 
     names: set[str] = set()
     for page in scan_wiki(wiki):

@@ -16,9 +16,12 @@ import re
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 
+from ..query.text import KEYTERM_STOP
+
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9-]*[A-Za-z0-9]|[A-Za-z]")
-# Function words and the scaffolding of scientific prose: they carry no topic.
-_STOP = frozenset(["a", "about", "above", "after", "again", "against", "all", "also", "although", "among", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "done", "down", "during", "each", "either", "else", "etc", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "him", "his", "how", "however", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "least", "less", "let", "like", "made", "make", "makes", "many", "may", "me", "might", "more", "most", "much", "must", "my", "near", "neither", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "others", "our", "out", "over", "own", "per", "rather", "same", "she", "should", "since", "so", "some", "such", "than", "that", "the", "their", "them", "then", "there", "therefore", "these", "they", "this", "those", "though", "through", "thus", "to", "too", "toward", "towards", "under", "until", "up", "upon", "us", "use", "used", "uses", "using", "very", "via", "was", "we", "well", "were", "what", "when", "where", "whether", "which", "while", "who", "whom", "whose", "why", "will", "with", "within", "without", "would", "yet", "you", "your", "able", "across", "almost", "already", "always", "another", "around", "based", "best", "better", "both", "case", "cases", "certain", "different", "due", "e.g", "eg", "et", "al", "example", "fig", "figure", "first", "following", "found", "four", "given", "i.e", "ie", "new", "number", "often", "paper", "particular", "possible", "present", "proposed", "provide", "results", "second", "section", "see", "several", "show", "shown", "shows", "similar", "simple", "since", "table", "third", "three", "two", "type", "types", "various", "way", "ways", "work", "works"])
+# Function words and the scaffolding of scientific prose: they carry no topic (the one list
+# and its named difference live with the query layer's stop words).
+_STOP = KEYTERM_STOP
 
 
 def tokens(text: str) -> list[str]:
