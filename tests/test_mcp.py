@@ -83,3 +83,74 @@ def test_mcp_tools_over_stdio_with_the_sdk_client(papers_dir, tmp_path):
     assert out["graph"]["pages"] == 2 and out["graph"]["edges"] >= 2
     assert out["lint"]["summary"]["errors"] == 0, out["lint"]
     assert out["unknown"][0] is True and "no-such-page" in out["unknown"][1]
+
+
+async def _hostile_run(wiki: Path, other: Path, allowed: Path, nowhere: Path) -> dict:
+    """The calls a prompt-injected agent could make, through the SDK's own client."""
+    from mcp import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ANTHROPIC_API_KEY", "LLM_API_KEY", "CHROMA_HOST", "SQLITE_PATH", "CHROMA_PATH")}
+    env["PYTHONPATH"] = str(REPO / "plugin")
+    env["WIKI_PATH"] = str(wiki)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=[str(REPO / "plugin" / "scripts" / "mcp_server.py"), "--allow-wiki", str(allowed)],
+        env=env, cwd=str(wiki.parent))
+
+    def outcome(res) -> tuple[bool, str]:
+        return res.is_error, res.content[0].text if res.content else ""
+
+    out: dict = {}
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
+        await s.initialize()
+        out["lint_other"] = outcome(await s.call_tool("lint", {"wiki": str(other), "fix": True}))
+        out["lint_dotdot"] = outcome(await s.call_tool(
+            "lint", {"wiki": str(wiki / ".." / other.name), "fix": True}))
+        out["ingest_nowhere"] = outcome(await s.call_tool(
+            "ingest", {"pdf": str(wiki / "x.pdf"), "wiki": str(nowhere)}))
+        out["lint_allowed"] = _result(await s.call_tool("lint", {"wiki": str(allowed)}))
+        out["lint_default"] = _result(await s.call_tool("lint", {}))
+        out["zotero"] = outcome(await s.call_tool("ingest", {"pdf": f"--zotero={other}"}))
+        out["help"] = outcome(await s.call_tool("chat", {"question": "--help"}))
+        out["huge"] = outcome(await s.call_tool("chat", {"question": "why? " * 40_000}))
+        out["huge_seed"] = outcome(await s.call_tool("graph", {"mode": "neighbors",
+                                                               "seed": "s" * 200_000}))
+        out["mode_opt"] = outcome(await s.call_tool("graph", {"mode": "--help"}))
+    return out
+
+
+def _page(folder: Path, updated: str = "2020/01/01") -> Path:
+    folder.mkdir(parents=True)
+    page = folder / "note.md"
+    page.write_text(f"---\ntitle: Note\ntype: concept\nupdated: {updated}\n---\nA note.\n",
+                    encoding="utf-8")
+    return page
+
+
+def test_mcp_tools_are_confined_to_the_wiki_and_values_are_never_options(tmp_path):
+    """Issue 36 item 1: a tool's ``wiki`` may only name a wiki the server was started for;
+    a question or a file name starting with ``-`` is a value; an argument too large for a
+    command line is passed on stdin or refused with a clear error."""
+    wiki, other, allowed, nowhere = (tmp_path / n for n in ("wiki", "other", "allowed", "nowhere"))
+    _page(wiki)
+    other_page = _page(other)
+    before = other_page.read_bytes()
+    _page(allowed)
+    out = asyncio.run(asyncio.wait_for(_hostile_run(wiki, other, allowed, nowhere), timeout=600))
+    for key in ("lint_other", "lint_dotdot", "ingest_nowhere"):
+        is_error, text = out[key]
+        assert is_error and "is not served here" in text, (key, text)
+    assert other_page.read_bytes() == before and not (other / ".episteme").exists()
+    assert not nowhere.exists()
+    assert out["lint_allowed"]["summary"] is not None and out["lint_default"]["summary"] is not None
+    is_error, text = out["zotero"]
+    assert is_error and f"no such file: --zotero={other}" in text, text  # a name, not --zotero
+    for key in ("help", "huge"):  # the question reached chat (an empty wiki: nothing to answer)
+        is_error, text = out[key]
+        assert is_error and "has no sections yet" in text, (key, text[:300])
+    is_error, text = out["huge_seed"]
+    assert is_error and "over the limit of" in text, text[:300]
+    is_error, text = out["mode_opt"]
+    assert is_error and "--help" in text and "usage" not in text.lower(), text[:300]
