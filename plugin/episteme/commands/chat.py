@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 
 from ..cliutil import ArgumentParser, format_is_json, run_main
-from ._stores import add_store_options, settings_from_args
+from ._stores import add_model_options, add_store_options, settings_from_args
 
 
 def build_parser() -> ArgumentParser:
@@ -20,6 +20,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--render", default=None, metavar="DIR",
                    help="write one PNG per source (its page, the quote highlighted) into DIR")
     add_store_options(p)
+    add_model_options(p)
     return p
 
 

@@ -822,6 +822,7 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     # --- health ---------------------------------------------------------------------------
     @app.get("/health", summary="Liveness and what is loaded")
     def health() -> dict:
+        from ..llm.client import llm_mode, model_label
         from ..stores.embedding import _CACHE as EMBEDDERS
 
         return {
@@ -833,7 +834,8 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
                 "embedder": bool(EMBEDDERS),
                 "query_engine": services._engine is not None,
             },
-            "llm_configured": bool(settings.api_key),
+            "llm_configured": llm_mode(settings) == "claude",
+            "llm_model": model_label(settings) if llm_mode(settings) == "claude" else None,
             "jobs": services.jobs.counts(),
             "limits": {"max_pdf_bytes": settings.max_pdf_bytes, "max_pages": settings.max_pages},
             "uptime_s": round(time.time() - services.started, 1),
