@@ -11,6 +11,7 @@ tool call (``verdicts``) validated against its schema and the claim/passage numb
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -164,7 +165,7 @@ def batches(budget, claims: list[dict], k: int) -> list[tuple[list[int], int]]:
                 + sum(tokens(p["passage"][:MAX_PASSAGE_CHARS]) + 30 for p in c.get("passages", [])[:kk]))
 
     reply_cap = budget.reply_tokens(10**9)
-    room = budget.context - OVERHEAD_TOKENS - 400 - tokens(SYSTEM_PROMPT) - 200
+    room = budget.context - OVERHEAD_TOKENS - 400 - tokens(SYSTEM_PROMPT + json.dumps(VERDICTS_TOOL)) - 200
     kk = k
     while kk > 1 and max(cost(c, kk) for c in claims) > room:
         kk -= 1
