@@ -1,5 +1,6 @@
-"""``episteme chat "question"``: retrieve wiki sections, answer from them (Claude with an API key,
-else a deterministic extractive answer), and trace every claim to its source passages."""
+"""``episteme chat "question"``: retrieve wiki sections, answer from them (the configured model:
+Claude or an OpenAI-compatible server; else a deterministic extractive answer), and trace every
+claim to its source passages."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("question", help="the question (or - to read it from stdin)")
     p.add_argument("--k", type=int, default=5, help="wiki sections to retrieve (default 5)")
     p.add_argument("--mode", choices=["auto", "claude", "offline"], default="auto",
-                   help="answer with Claude or offline (default: Claude when an API key is set)")
+                   help="answer with the configured model (claude: Claude, or the OpenAI-compatible "
+                        "server LLM_PROVIDER=openai names) or offline (default: the model when one is configured)")
     p.add_argument("--top", type=int, default=3, help="passages per claim (default 3)")
     p.add_argument("--format", choices=["json", "text"], default="json")
     p.add_argument("--render", default=None, metavar="DIR",
