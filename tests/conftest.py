@@ -22,8 +22,9 @@ if str(PLUGIN) not in sys.path:
     sys.path.insert(0, str(PLUGIN))
 
 # The fake Anthropic Messages API (fixture ``fake_anthropic``); it also keeps every test away from
-# the real API (see tests/fake_anthropic.py).
-pytest_plugins = ["fake_anthropic", "ingested_wiki", "uibrowser"]
+# the real APIs (see tests/fake_anthropic.py).  The fake OpenAI-compatible Chat Completions server
+# (fixture ``fake_openai``, tests/fake_openai.py) stands in for OpenAI and local servers.
+pytest_plugins = ["fake_anthropic", "fake_openai", "ingested_wiki", "uibrowser"]
 # ingested_wiki: session fixtures ``embedder``, ``ingested_template``, ``ingested_papers`` and a
 # per-test copy ``ingested_wiki`` of a wiki with real papers ingested (cached across workers).
 # uibrowser: ``browser`` (Debian's Chromium via Playwright, per module) and ``page`` for the UI tests.

@@ -8,9 +8,10 @@ in :attr:`FakeAnthropic.requests`.  When the script runs out the server answers 
 message says so (with ``x-should-retry: false``, so clients fail at once instead of retrying).
 
 Loaded by ``tests/conftest.py`` (``pytest_plugins``).  Besides the ``fake_anthropic`` fixture it
-makes the whole test session unable to reach the real API: ``pytest_configure`` removes API keys
-and agent markers from the environment and points ``ANTHROPIC_BASE_URL`` at a closed local port,
-so code that forgets to use the fake fails fast instead of spending money.
+makes the whole test session unable to reach the real APIs: ``pytest_configure`` removes API keys,
+the ``LLM_*`` model settings and agent markers from the environment and points
+``ANTHROPIC_BASE_URL`` and ``OPENAI_BASE_URL`` at a closed local port, so code that forgets to use
+a fake fails fast instead of spending money.
 
 Usage::
 
@@ -303,7 +304,8 @@ def fake_anthropic() -> Iterator[FakeAnthropic]:
 
 _GUARDED = ("ANTHROPIC_API_KEY", "LLM_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDECODE",
             "CLAUDE_CODE_ENTRYPOINT", "EPISTEME_AGENT", "ANTHROPIC_BASE_URL", "ANTHROPIC_PROFILE",
-            "NO_PROXY", "no_proxy")
+            "OPENAI_API_KEY", "OPENAI_BASE_URL", "LLM_PROVIDER", "LLM_BASE_URL", "LLM_MODEL",
+            "LLM_CONTEXT", "EPISTEME_LLM_STRUCTURED", "NO_PROXY", "no_proxy")
 _saved_env: dict[str, str | None] = {}
 # Port 9 (discard) on loopback: nothing listens, so a stray real-SDK call fails at once.
 DEAD_BASE_URL = "http://127.0.0.1:9"
@@ -314,6 +316,7 @@ def pytest_configure(config: pytest.Config) -> None:
     for key in _GUARDED:
         _saved_env[key] = os.environ.pop(key, None)
     os.environ["ANTHROPIC_BASE_URL"] = DEAD_BASE_URL
+    os.environ["OPENAI_BASE_URL"] = DEAD_BASE_URL
     # Loopback must never go through a proxy a developer may have configured.
     os.environ["NO_PROXY"] = os.environ["no_proxy"] = ",".join(
         p for p in (no_proxy, "127.0.0.1", "localhost") if p

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "show": ("show", "write a page of a paper as PNG with a quote or passage highlighted"),
     "serve": ("serve", "run the HTTP API and web UI"),
     "mcp": ("mcp", "the MCP server over stdio (Claude Desktop, Cursor, any MCP client)"),
+    "doctor": ("doctor", "check the configured language model: one tiny call, latency, tool calling"),
 }
 
 

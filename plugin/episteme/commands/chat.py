@@ -1,12 +1,13 @@
-"""``episteme chat "question"``: retrieve wiki sections, answer from them (Claude with an API key,
-else a deterministic extractive answer), and trace every claim to its source passages."""
+"""``episteme chat "question"``: retrieve wiki sections, answer from them (the configured model:
+Claude or an OpenAI-compatible server; else a deterministic extractive answer), and trace every
+claim to its source passages."""
 
 from __future__ import annotations
 
 import sys
 
 from ..cliutil import ArgumentParser, format_is_json, run_main
-from ._stores import add_store_options, settings_from_args
+from ._stores import add_model_options, add_store_options, settings_from_args
 
 
 def build_parser() -> ArgumentParser:
@@ -14,12 +15,14 @@ def build_parser() -> ArgumentParser:
     p.add_argument("question", help="the question (or - to read it from stdin)")
     p.add_argument("--k", type=int, default=5, help="wiki sections to retrieve (default 5)")
     p.add_argument("--mode", choices=["auto", "claude", "offline"], default="auto",
-                   help="answer with Claude or offline (default: Claude when an API key is set)")
+                   help="answer with the configured model (claude: Claude, or the OpenAI-compatible "
+                        "server LLM_PROVIDER=openai names) or offline (default: the model when one is configured)")
     p.add_argument("--top", type=int, default=3, help="passages per claim (default 3)")
     p.add_argument("--format", choices=["json", "text"], default="json")
     p.add_argument("--render", default=None, metavar="DIR",
                    help="write one PNG per source (its page, the quote highlighted) into DIR")
     add_store_options(p)
+    add_model_options(p)
     return p
 
 

@@ -25,7 +25,7 @@ papers are ``unchanged``, the rest are ingested, nothing is half-written.
 from __future__ import annotations
 
 from ..cliutil import ArgumentParser, date_arg, print_json, run_main
-from ._stores import add_store_options, settings_from_args
+from ._stores import add_model_options, add_store_options, settings_from_args
 
 
 def build_parser() -> ArgumentParser:
@@ -52,6 +52,7 @@ def build_parser() -> ArgumentParser:
                         "(adds its sections again; refine or remove the old ones)")
     p.add_argument("--date", default=None, help="with --write: date for pages and log.md (YYYY-MM-DD; default today)")
     add_store_options(p)
+    add_model_options(p)
     return p
 
 

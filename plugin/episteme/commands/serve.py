@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from ..cliutil import ArgumentParser, run_main
-from ._stores import add_store_options, settings_from_args
+from ._stores import add_model_options, add_store_options, settings_from_args
 
 
 def build_parser() -> ArgumentParser:
@@ -28,6 +28,7 @@ def build_parser() -> ArgumentParser:
                    help="wiki writer mode for uploads (default: the writer's own default)")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
     add_store_options(p)
+    add_model_options(p)
     return p
 
 

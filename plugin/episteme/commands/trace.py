@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..cliutil import ArgumentParser, format_is_json, run_main
-from ._stores import add_store_options, settings_from_args
+from ._stores import add_model_options, add_store_options, settings_from_args
 
 
 def build_parser() -> ArgumentParser:
@@ -27,12 +27,14 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--include-references", action="store_true",
                    help="also trace into reference-list sections (excluded by default)")
     p.add_argument("--verifier", choices=["auto", "offline", "claude"], default="auto",
-                   help="who gives the verdicts: the offline rules, or Claude on top of them (one "
-                        "call per answer; auto = Claude when an API key is set)")
+                   help="who gives the verdicts: the offline rules, or the configured model (Claude or "
+                        "an OpenAI-compatible server) on top of them (one call per answer, or per batch "
+                        "of claims for a small LLM_CONTEXT; auto = the model when one is configured)")
     p.add_argument("--format", choices=["json", "text"], default="json")
     p.add_argument("--render", default=None, metavar="DIR",
                    help="write one PNG per source (its page, the quote highlighted) into DIR")
     add_store_options(p)
+    add_model_options(p)
     return p
 
 
@@ -81,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
 
                     print(format_usage(result["llm_usage"]), file=sys.stderr)
             elif args.verifier == "claude":
-                raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
+                raise UsageError("--verifier claude needs a model: an API key (LLM_API_KEY / ANTHROPIC_API_KEY) "
+                                 "or LLM_PROVIDER=openai with LLM_BASE_URL and LLM_MODEL")
         from .show import emit_sourced
 
         emit_sourced(tracer.settings, result, fmt=args.format, render=args.render, text=format_trace_text)

@@ -103,13 +103,14 @@ SYSTEM = (
 
 
 def _prompt(paper_title: str, paper_id: str, paper_page: str, section: PaperSection,
-            related: list[dict[str, Any]], planned: dict[str, str], bodies: dict[str, str]) -> str:
+            related: list[dict[str, Any]], planned: dict[str, str], bodies: dict[str, str],
+            section_chars: int = MAX_SECTION_CHARS, body_chars: int = MAX_RELATED_BODY_CHARS) -> str:
     from ..llm.client import wrap_untrusted
 
     parts = [
         f"Paper: {paper_id} (its wiki page: [[{paper_page[:-3]}]]).",
         f"Section to place: {section.label} ({section.pages_label}).",
-        wrap_untrusted(f"{paper_id} {section.label}", section.text[:MAX_SECTION_CHARS]),
+        wrap_untrusted(f"{paper_id} {section.label}", section.text[:section_chars]),
     ]
     if related:
         parts.append("Related existing wiki sections (best first); to update one, use its id and page:")
@@ -117,7 +118,7 @@ def _prompt(paper_title: str, paper_id: str, paper_page: str, section: PaperSect
             head = f"{r['id']} on {r['page']}: {r.get('title', '')} — {r.get('description', '')}"
             if i < FULL_BODIES:
                 body = bodies.get(r["id"], r.get("text", ""))
-                parts.append(wrap_untrusted(head, str(body)[:MAX_RELATED_BODY_CHARS]))
+                parts.append(wrap_untrusted(head, str(body)[:body_chars]))
             else:
                 parts.append(wrap_untrusted(head, str(r.get("description", ""))))
     else:
@@ -149,6 +150,7 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
     allowed = allowed_types(wiki)
     tool = tool_for(allowed)
     child_of = paper_page if field_defined(wiki, "paper") else None  # ``paper:`` of result/setup pages
+    section_chars, body_chars, reply = _limits(client.settings, system, tool)
     planned: dict[str, str] = {}
     bodies: dict[str, str] = {}  # section id -> body as planned by an earlier update
     updates: dict[str, Decision] = {}
@@ -172,7 +174,7 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
         if writable:
             finder = finder or RelatedFinder(settings, embedder=embedder)
             finder.refresh()
-        for section in writable:
+        for section in _chunks(writable, section_chars):  # long sections in parts for small windows
             if section.kind == "abstract":
                 continue
             related = [r for r in finder.search(f"{section.title}. {section.text[:2000]}", k=RELATED_K)
@@ -185,8 +187,8 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
             raw = client.complete_tool(
                 system,
                 [{"role": "user", "content": _prompt(info.title, paper_id, paper_page, section,
-                                                     related, planned, bodies)}],
-                tool, max_tokens=4096, validate=check,
+                                                     related, planned, bodies, section_chars, body_chars)}],
+                tool, max_tokens=reply, validate=check,
             )
             d = validate_decision(wiki, _decision(raw, paper_id, section, allowed, child_of), known,
                                   required_source=paper_id)
@@ -211,6 +213,44 @@ def plan_with_claude(settings, paper_id: str, *, embedder=None, client=None,
         if own_client:
             client.close()
     return plan, usage
+
+
+def _limits(settings, system: str, tool: dict[str, Any]) -> tuple[int, int, int]:
+    """``(section_chars, body_chars, max_tokens)`` for the model's window (``LLM_CONTEXT``): the
+    paper text gets about half of the room left beside the reply, the prompt and the tool, the
+    related sections' bodies most of the rest (the other related sections, the planned pages
+    and the framing take the remainder).  Claude's window fits :data:`MAX_SECTION_CHARS` and
+    :data:`MAX_RELATED_BODY_CHARS` as they are."""
+    import json
+
+    from ..llm.budget import Budget
+
+    budget = Budget.for_settings(settings)
+    reply = budget.reply_tokens(4096)
+    room = budget.evidence_chars(reply, system, json.dumps(tool))
+    section = min(MAX_SECTION_CHARS, room // 2)
+    body = min(MAX_RELATED_BODY_CHARS, max(200, room * 3 // 10 // FULL_BODIES))
+    return max(section, 1000), body, reply
+
+
+def _chunks(sections: list[PaperSection], size: int) -> list[PaperSection]:
+    """The sections, each longer than ``size`` characters (when ``size`` is below
+    :data:`MAX_SECTION_CHARS`: a small window) cut into parts that fit, each placed on its own
+    (``§3 Model (part 2 of 3)``); up to :data:`MAX_SECTION_CHARS` of each section is sent in
+    all, as a large window gets it in one piece."""
+    import dataclasses
+
+    from ..llm.budget import split_text
+
+    if size >= MAX_SECTION_CHARS:
+        return list(sections)
+    out: list[PaperSection] = []
+    for s in sections:
+        parts = split_text(s.text[:MAX_SECTION_CHARS], size)
+        out += [s] if len(parts) == 1 else [
+            dataclasses.replace(s, text=t, title=f"{s.title} (part {i} of {len(parts)})")
+            for i, t in enumerate(parts, 1)]
+    return out
 
 
 def tool_for(allowed: set[str]) -> dict[str, Any]:

@@ -92,13 +92,14 @@ def cited_ids(answer: str) -> list[str]:
     return list(out)
 
 
-def build_messages(question: str, sections: Sequence[dict]) -> tuple[str, list[dict]]:
+def build_messages(question: str, sections: Sequence[dict], max_chars: int = MAX_SECTION_CHARS
+                   ) -> tuple[str, list[dict]]:
     """The system prompt and the user turn: question + each section as a delimited block."""
     from ..llm.client import UNTRUSTED_NOTICE, wrap_untrusted
 
     blocks = []
     for s in sections:
-        text = s.get("text", "")[:MAX_SECTION_CHARS]
+        text = s.get("text", "")[:max_chars]
         body = f"Title: {s.get('title', '')}\nSources: {', '.join(s.get('sources') or [])}\n\n{text}"
         blocks.append(wrap_untrusted(f"{s['id']} | {s.get('page', '')}", body))
     user = (
@@ -110,8 +111,13 @@ def build_messages(question: str, sections: Sequence[dict]) -> tuple[str, list[d
 
 def answer_with_claude(settings, question: str, sections: Sequence[dict], *, client=None) -> dict:
     """Claude's answer: ``{"answer", "mode": "claude", "sections_used", "usage"}``."""
+    from ..llm.budget import Budget, share
     from ..llm.client import LLMClient
 
+    budget = Budget.for_settings(client.settings if client is not None else settings)
+    room = budget.evidence_chars(budget.reply_tokens(1500), SYSTEM_PROMPT, question) - 200 * len(sections)
+    n, cap = share([len(s.get("text", "")) for s in sections], room, MAX_SECTION_CHARS, 800)
+    sections = list(sections)[:n]  # the best-ranked that fit the model's window (LLM_CONTEXT)
     known = {s["id"] for s in sections}
     if not sections:
         return {"answer": NO_ANSWER, "mode": "claude", "sections_used": []}
@@ -125,18 +131,19 @@ def answer_with_claude(settings, question: str, sections: Sequence[dict], *, cli
             raise ValueError(f"cites section ids that were not given: {', '.join(sorted(set(bad)))}; "
                              f"use only {', '.join(sorted(known))}")
 
-    system, messages = build_messages(question, sections)
+    system, messages = build_messages(question, sections, cap)
     own = client is None
     client = client or LLMClient(settings)
     try:
-        data = client.complete_tool(system, messages, ANSWER_TOOL, max_tokens=1500, validate=validate)
+        data = client.complete_tool(system, messages, ANSWER_TOOL, max_tokens=budget.reply_tokens(1500),
+                                    validate=validate)
         usage = client.usage_summary()
     finally:
         if own:
             client.close()
     text = str(data["answer"]).strip()
     used = list(dict.fromkeys([*cited_ids(text), *[s for s in data.get("sections_used") or [] if s in known]]))
-    return {"answer": text, "mode": "claude", "sections_used": used, "usage": usage}
+    return {"answer": text, "mode": "claude", "sections_used": used, "usage": usage, "model": client.label}
 
 
 def extractive_answer(question: str, sections: Sequence[dict], embedder, *,

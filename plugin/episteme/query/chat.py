@@ -252,7 +252,7 @@ class QueryEngine:
         }
         if ans.get("usage"):
             result["llm_usage"] = ans["usage"]
-        for key in ("citations", "closest_topics", "abstained"):
+        for key in ("citations", "closest_topics", "abstained", "model"):
             if key in ans:
                 result[key] = ans[key]
         if not ans.get("sections_used"):

@@ -11,6 +11,7 @@ tool call (``verdicts``) validated against its schema and the claim/passage numb
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -80,42 +81,52 @@ def llm_verify(settings, traced: dict, *, client=None, k: int = EVIDENCE_PER_CLA
     quotes check out.  Each claim gains ``offline_verdict`` and ``verifier`` ("claude" or
     "offline", with ``llm_rejected`` saying why Claude's verdict was not used); the result gains
     ``verifier`` and ``llm_usage`` (tokens and estimated cost, as the writer reports)."""
+    from ..llm.budget import Budget
     from ..llm.client import LLMClient
 
     claims = traced.get("claims", [])
     if not claims:
         return traced
-    n = len(claims)
 
-    def validate(data: dict) -> None:
-        seen = set()
-        for v in data.get("verdicts", []):
-            ci = v.get("claim")
-            if not isinstance(ci, int) or not 1 <= ci <= n:
-                raise ValueError(f"claim numbers run from 1 to {n}; got {ci!r}")
-            seen.add(ci)
-            if v.get("verdict") != UNSUPPORTED:
-                pj = v.get("passage")
-                have = len(claims[ci - 1].get("passages", [])[:k])
-                if not isinstance(pj, int) or not 1 <= pj <= have:
-                    raise ValueError(f"claim {ci}: a {v.get('verdict')} verdict needs a passage number "
-                                     f"from 1 to {have}")
-        missing = sorted(set(range(1, n + 1)) - seen)
-        if missing:
-            raise ValueError(f"no verdict for claim(s) {', '.join(map(str, missing))}")
+    def validator(claims: list[dict], k: int):  # one batch's check (its own claim numbers)
+        n = len(claims)
 
-    system, messages = build_messages(traced, k)
+        def validate(data: dict) -> None:
+            seen = set()
+            for v in data.get("verdicts", []):
+                ci = v.get("claim")
+                if not isinstance(ci, int) or not 1 <= ci <= n:
+                    raise ValueError(f"claim numbers run from 1 to {n}; got {ci!r}")
+                seen.add(ci)
+                if v.get("verdict") != UNSUPPORTED:
+                    pj = v.get("passage")
+                    have = len(claims[ci - 1].get("passages", [])[:k])
+                    if not isinstance(pj, int) or not 1 <= pj <= have:
+                        raise ValueError(f"claim {ci}: a {v.get('verdict')} verdict needs a passage number "
+                                         f"from 1 to {have}")
+            missing = sorted(set(range(1, n + 1)) - seen)
+            if missing:
+                raise ValueError(f"no verdict for claim(s) {', '.join(map(str, missing))}")
+        return validate
+
     own = client is None
     client = client or LLMClient(settings)
+    by_claim: dict[int, dict] = {}
     try:
-        data = client.complete_tool(system, messages, VERDICTS_TOOL, max_tokens=400 + 250 * n,
-                                    validate=validate)
+        budget = Budget.for_settings(client.settings)
+        for idx, kb in batches(budget, claims, k):  # one call per answer unless the window is small
+            part = [claims[i] for i in idx]
+            system, messages = build_messages({**traced, "claims": part}, kb)
+            data = client.complete_tool(system, messages, VERDICTS_TOOL,
+                                        max_tokens=budget.reply_tokens(400 + 250 * len(part)),
+                                        validate=validator(part, kb))
+            by_claim.update({idx[v["claim"] - 1] + 1: v for v in data["verdicts"]})
         usage = client.usage_summary()
     finally:
         if own:
             client.close()
-    out = {**traced, "claims": [dict(c) for c in claims], "verifier": "claude", "llm_usage": usage}
-    by_claim = {v["claim"]: v for v in data["verdicts"]}
+    out = {**traced, "claims": [dict(c) for c in claims], "verifier": "claude", "llm_usage": usage,
+           "model": client.label}
     for ci, c in enumerate(out["claims"], 1):
         v = by_claim[ci]
         c["offline_verdict"] = c.get("verdict")
@@ -141,6 +152,26 @@ def llm_verify(settings, traced: dict, *, client=None, k: int = EVIDENCE_PER_CLA
         [s for s in traced.get("sources", []) if any(s["claim"] == c["claim"] and c["supported"]
                                                     for c in out["claims"])]
     return out
+
+
+def batches(budget, claims: list[dict], k: int) -> list[tuple[list[int], int]]:
+    """The claims (their indices) in groups that fit the model's window, each with the passages
+    per claim it can carry (``k``, fewer when one claim with ``k`` passages does not fit): one
+    group for Claude's window, several for an 8k local model (``LLM_CONTEXT``)."""
+    from ..llm.budget import OVERHEAD_TOKENS, pack, tokens
+
+    def cost(c: dict, kk: int) -> int:  # prompt tokens of a claim + its share of the reply
+        return (tokens(c["claim"]) + 20 + 250
+                + sum(tokens(p["passage"][:MAX_PASSAGE_CHARS]) + 30 for p in c.get("passages", [])[:kk]))
+
+    reply_cap = budget.reply_tokens(10**9)
+    room = budget.context - OVERHEAD_TOKENS - 400 - tokens(SYSTEM_PROMPT + json.dumps(VERDICTS_TOOL)) - 200
+    kk = k
+    while kk > 1 and max(cost(c, kk) for c in claims) > room:
+        kk -= 1
+    most = max(1, (reply_cap - 400) // 250)  # claims whose verdicts fit one reply
+    groups = [g[i:i + most] for g in pack([cost(c, kk) for c in claims], room) for i in range(0, len(g), most)]
+    return [(g, kk) for g in groups]
 
 
 def _exact_span(passage: str, squashed_quote: str) -> str:

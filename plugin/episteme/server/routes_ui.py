@@ -38,6 +38,7 @@ def router(services: Services) -> APIRouter:
 
     @r.get("/health", summary="Liveness and what is loaded")
     def health() -> dict:
+        from ..llm.client import llm_mode, model_label
         from ..stores.embedding import loaded_models
 
         return {
@@ -49,7 +50,8 @@ def router(services: Services) -> APIRouter:
                 "embedder": bool(loaded_models()),
                 "query_engine": services.engine_loaded,
             },
-            "llm_configured": bool(settings.api_key),
+            "llm_configured": llm_mode(settings) == "claude",
+            "llm_model": model_label(settings) if llm_mode(settings) == "claude" else None,
             "jobs": services.jobs.counts(),
             "limits": {"max_pdf_bytes": settings.max_pdf_bytes, "max_pages": settings.max_pages},
             "uptime_s": round(time.time() - services.started, 1),

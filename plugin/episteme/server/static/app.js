@@ -314,7 +314,7 @@
         const page = sectionPages[id];
         return page ? '<a class="chip" href="#/wiki/' + esc(encodeURIComponent(page)) + '" title="' + esc(page) + '">' + esc(id) + "</a>"
           : '<span class="chip">' + esc(id) + "</span>";
-      }).join(" ") + (r.mode ? '<span class="mode">answer: ' + esc(r.mode) + "</span>" : "") + "</div>";
+      }).join(" ") + (r.model || r.mode ? '<span class="mode" data-testid="answer-model">answer: ' + esc(r.model || r.mode) + "</span>" : "") + "</div>";
     }
     div.innerHTML = html;
     return div;
