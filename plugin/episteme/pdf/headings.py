@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from .captions import names_float
 from .text import Line
 
 NUMBERED = re.compile(
@@ -48,7 +49,8 @@ ABSTRACT_RUNIN = re.compile(r"^(abstract)\s*[.:\-–—]\s*(\S.*)$", re.I)
 # IEEE \\subsubsection: "1) Special allocators: The naive approach ..." (title set in italics)
 PAREN_RUNIN = re.compile(r"^(?P<num>\d{1,2})\)\s+(?P<title>[^:.]{2,80}?):\s+(?P<rest>\S.*)$")
 OCR_ZERO = re.compile(r"^[oO](?=\.\s+[A-Z])")
-CAPTION = re.compile(r"^(fig(ure)?|table|algorithm|listing|proof|theorem|lemma|definition)\b", re.I)
+#: a line led by one of these words is a block's label, not a heading (floats: :mod:`.captions`)
+NOT_HEADING_LEAD = re.compile(r"^(listing|proof|theorem|lemma|definition)\b", re.I)
 
 
 @dataclass
@@ -169,7 +171,7 @@ def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bo
         return False
     if sum(bool(re.fullmatch(r"[\d.,%±]+", w)) for w in words) >= 2:
         return False
-    if CAPTION.match(t) or t[0] in "•·∙◦▪–—-*":
+    if names_float(t) or NOT_HEADING_LEAD.match(t) or t[0] in "•·∙◦▪–—-*":
         return False
     # a sentence that happens to start with a number: many lower-case function words and a
     # final period, e.g. "2 layers are used in all experiments."
