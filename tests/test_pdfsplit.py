@@ -55,6 +55,10 @@ LAYOUTS = {
                                               page_numbers=False),
     # rows of both columns written alternately (some word processors): reading order restored
     "two_column_interleaved": pdfgen.Layout(columns=2, interleave=True, running_header=HEADER),
+    # continuous line numbers in the margin (Word, bioRxiv): never part of headings or text
+    "line_numbers": pdfgen.Layout(columns=1, line_numbers=True),
+    "line_numbers_two_column": pdfgen.Layout(columns=2, line_numbers=True, running_header=HEADER,
+                                             stamp=STAMP),
     "everything_at_once": pdfgen.Layout(
         columns=2, family="Helvetica", interleave=True, outline=True, outline_numbers=False,
         outline_title=True, running_header=HEADER, stamp=STAMP, body_size=9.0,

@@ -41,6 +41,7 @@ from .text import (
     _content_bytes,
     char_engine,
     drop_furniture,
+    drop_line_numbers,
     fix_column_order,
     join_lines,
     normalize_text,
@@ -477,6 +478,7 @@ def split_pdf(
             "pages hold too little text")
     if letters < 60 * n_pages:
         raise PdfError("no_text", "the PDF has no text layer (scanned?); run OCR first")
+    pages = drop_line_numbers(pages)
     first_pages = [ln.text for p in pages[:2] for ln in p]  # running heads still in
     pages = drop_furniture(pages, heights)
     lines = [ln for p in pages for ln in p]
