@@ -178,6 +178,41 @@ def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bo
     return not (t.endswith(".") and len(words) > 10)
 
 
+#: a gap between two runs of one line wider than this many ems separates table cells (a word
+#: space is a third of an em, the gap after a heading's number about one em); a heading is
+#: never a row of cells ("System  Ppl  BLEU" over a table's columns)
+CELL_GAP_EM = 1.5
+
+
+def _run_x(r) -> tuple[float, float]:
+    if r.box is not None and r.box[2] > r.box[0]:
+        return r.box[0], r.box[2]
+    x = r.x or 0.0
+    return x, x + 0.5 * r.size * len(r.text.rstrip())
+
+
+def table_row(ln: Line) -> bool:
+    """The line is a row of table cells: words set apart by gaps of more than
+    :data:`CELL_GAP_EM` ems (the gap after a leading section number does not count)."""
+    runs = [r for r in ln.runs if r.text.strip()]
+    if len(runs) < 2 or any(r.x is None for r in runs):
+        return False
+    if re.fullmatch(r"[\dA-Z]{1,2}(?:\.\d{1,2})*\.?", runs[0].text.strip()):
+        runs = runs[1:]
+    for a, b in zip(runs, runs[1:], strict=False):
+        gap = _run_x(b)[0] - _run_x(a)[1]
+        if gap > CELL_GAP_EM * max(a.size, b.size, 1.0):
+            return True
+    return False
+
+
+def _breaks_a_word(lines: list[Line], i: int) -> bool:
+    """The line before ends inside a word hyphenated across the break ("we can fur-"): what
+    follows it is that paragraph's next line, so a line here that looks like a heading is a
+    float's line printed in between (a table's header row), not the start of a section."""
+    return i > 0 and bool(re.search(r"[a-z]-$", lines[i - 1].text.rstrip()))
+
+
 def _clean_title(t: str) -> str:
     t = re.sub(r"\s+", " ", t).strip()
     if t.endswith(".") and not t.endswith(".."):
@@ -472,6 +507,8 @@ def _add_style_matches(
         base_ok = (
             i not in taken
             and plausible_title(text, numbered=False)
+            and not table_row(ln)
+            and not _breaks_a_word(lines, i)
             and len(text.split()) <= 12
             and not text.endswith((".", ":"))
             and not NUMBERED.match(text)
@@ -544,6 +581,8 @@ def _discover_styles(
             and i < refs_at
             and _distinct_face(ln, stats)
             and plausible_title(text, numbered=False)
+            and not table_row(ln)
+            and not _breaks_a_word(lines, i)
             and len(text.split()) <= 14
             and not text.endswith((".", ":"))
             and not NUMBERED.match(text)
