@@ -422,3 +422,22 @@ def test_table_header_rows_never_become_headings(tmp_path, columns):
     res = split_pdf(f)
     got = [(s.number, s.title, s.level, s.kind) for s in res.sections if s.kind != "front"]
     assert got == EXPECTED
+
+
+@pytest.mark.parametrize("columns", [1, 2])
+def test_word_processor_headings_from_their_typography(tmp_path, columns):
+    """No numbers and no outline: level-1 headings in large regular type (the body's own font),
+    level-2 headings at body size, regular, underlined by a drawn rule.  Both are found from
+    the paper's own styles, with their levels, and the text around them stays whole."""
+    paper = _paper()
+    f = pdfgen.make_paper_pdf(tmp_path / "word.pdf", paper,
+                              pdfgen.Layout(columns=columns, family="Helvetica",
+                                            word_headings=True, line_numbers=True))
+    res = split_pdf(f)
+    got = [(s.title, s.level) for s in res.sections if s.kind not in ("front", "abstract")]
+    want = [(s.title, min(s.level, 2)) for s in paper.sections]
+    want += [("References", 1)] + [(s.title, s.level) for s in paper.appendix]
+    assert got == want
+    by_title = {s.title: s for s in res.sections}
+    for sec in paper.sections:
+        assert _norm(by_title[sec.title].text) == _norm(" ".join(sec.paragraphs)), sec.title

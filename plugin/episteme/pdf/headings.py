@@ -63,7 +63,7 @@ class Heading:
     title: str
     level: int
     rest: str = ""  # text after a run-in heading on its first line (belongs to the body)
-    style: tuple[str, float] | None = None
+    style: tuple[str, float, bool] | None = None
     source: str = "text"  # "text" or "outline"
 
 
@@ -182,6 +182,9 @@ def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bo
 #: space is a third of an em, the gap after a heading's number about one em); a heading is
 #: never a row of cells ("System  Ppl  BLEU" over a table's columns)
 CELL_GAP_EM = 1.5
+#: type this many points larger than the body sets a line apart even in the body's own font
+#: and weight (Word's "Heading 1": 14-20 pt regular over 10-12 pt text)
+LARGE_PT = 2.5
 
 
 def _run_x(r) -> tuple[float, float]:
@@ -220,8 +223,9 @@ def _clean_title(t: str) -> str:
     return t
 
 
-def _style(line: Line) -> tuple[str, float]:
-    return (line.font, round(line.size * 2) / 2)
+def _style(line: Line) -> tuple[str, float, bool]:
+    """A line's style: font, size (to half a point) and whether a rule underlines it."""
+    return (line.font, round(line.size * 2) / 2, line.underlined)
 
 
 def detect_headings(lines: list[Line]) -> list[Heading]:
@@ -467,7 +471,7 @@ def _add_style_matches(
       riskiest, so they must not look like a run-in label (no colon or final period), a table
       header (no bare numbers) or a caption.
     """
-    styles: dict[tuple[str, float], int] = {}
+    styles: dict[tuple[str, float, bool], int] = {}
     families: set[str] = set()
     for h in heads:
         if h.number and not h.rest and h.style is not None:
@@ -514,9 +518,10 @@ def _add_style_matches(
             and not NUMBERED.match(text)
         )
         level = None
-        if base_ok and st in styles and not body_sized and (
+        if base_ok and st in styles and (not body_sized or ln.underlined) and (
             ln.lead == text or ln.styled_share >= 0.8
-        ) and (ln.font != stats.body_font or ln.bold or text.isupper()):
+        ) and (ln.font != stats.body_font or ln.bold or text.isupper() or ln.underlined
+               or ln.size >= stats.body_size + LARGE_PT):
             level = styles[st]
             if level == 0:  # a style found by its layout alone, in a numbered paper
                 level = min(level_now + 1, 4) if numbered else 1
@@ -549,13 +554,15 @@ def _distinct_face(ln: Line, stats: DocStats) -> bool:
         return False
     if ln.size >= stats.body_size + 0.8 and ln.font != stats.body_font:
         return True
+    if ln.underlined or ln.size >= stats.body_size + LARGE_PT:
+        return True  # a word processor's heading styles: underlined, or much larger type
     return ln.styled_share >= 0.8 and (ln.bold or (ln.italic and not stats.body_italic))
 
 
 def _discover_styles(
     lines: list[Line], heads: list[Heading], stats: DocStats, consumed: set[int],
-    leading: float, known: dict[tuple[str, float], int],
-) -> dict[tuple[str, float], int]:
+    leading: float, known: dict[tuple[str, float, bool], int],
+) -> dict[tuple[str, float, bool], int]:
     """Heading styles a paper uses without numbers, found from its own layout.
 
     A candidate line stands on its own (space above, prose or another candidate below), is
@@ -588,7 +595,7 @@ def _discover_styles(
             and not NUMBERED.match(text)
         )
 
-    found: dict[tuple[str, float], list[int]] = {}
+    found: dict[tuple[str, float, bool], list[int]] = {}
     for i in range(len(lines)):
         if not candidate(i) or not _space_above(lines, i, leading):
             continue
@@ -597,7 +604,7 @@ def _discover_styles(
         )
         if below_ok:
             found.setdefault(_style(lines[i]), []).append(i)
-    out: dict[tuple[str, float], int] = {}
+    out: dict[tuple[str, float, bool], int] = {}
     accepted = []
     for st, idx in found.items():
         if st in known:

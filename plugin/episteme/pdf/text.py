@@ -63,6 +63,7 @@ class Line:
     bold: bool
     runs: list[Run] = field(default_factory=list)
     italic: bool = False
+    underlined: bool = False  # a drawn rule runs under the line's text (PDFium only)
 
     @property
     def bbox(self) -> list[float] | None:
@@ -526,6 +527,7 @@ def drop_line_numbers(pages: list[list[Line]]) -> list[list[Line]]:
             rest = runs[1:] if side == 0 else runs[:-1]
             made = _make_line(rest, ln.page) if rest else None
             if made is not None:
+                made.underlined = ln.underlined
                 kept.append(made)
         out.append(kept)
     return out
@@ -808,6 +810,55 @@ def pdfium_page_lines(textpage, page_no: int, rotated: list[str] | None = None) 
         rotated[:] = [normalize_text(r) for r in rotated if r.strip()]
     _PAPER_BUDGET.left -= used
     return lines
+
+
+#: a page with more drawn objects than this is a plot or a diagram: its rules are not read
+MAX_RULE_OBJECTS = 4000
+
+
+def pdfium_rules(page) -> list[tuple[float, float, float]]:
+    """The thin horizontal rules drawn on a PDFium page, as (x0, x1, y): path objects under 2 pt
+    tall and over 10 pt wide (underlines, table rules), top-level objects only."""
+    import ctypes
+
+    import pypdfium2.raw as raw
+
+    n = raw.FPDFPage_CountObjects(page.raw)
+    if n > MAX_RULE_OBJECTS:
+        return []
+    out = []
+    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+    for k in range(n):
+        obj = raw.FPDFPage_GetObject(page.raw, k)
+        if raw.FPDFPageObj_GetType(obj) != raw.FPDF_PAGEOBJ_PATH:
+            continue
+        if not raw.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+            continue
+        if top.value - bottom.value < 2.0 and right.value - left.value > 10.0:
+            out.append((left.value, right.value, (top.value + bottom.value) / 2))
+    return out
+
+
+def mark_underlined(lines: list[Line], rules: list[tuple[float, float, float]]) -> None:
+    """Set ``Line.underlined`` where a rule lies just under a line's baseline (within 0.45 of
+    its type size) and spans its text: at least 80% of its width and at most 30% more (a table
+    rule under a header row spans the whole table, wider than the row's words)."""
+    if not rules:
+        return
+    for ln in lines:
+        box = ln.bbox
+        if box is None or ln.y is None:
+            continue
+        width = box[2] - box[0]
+        if width <= 0:
+            continue
+        for x0, x1, y in rules:
+            if not (0 <= ln.y - y <= 0.45 * max(ln.size, 1.0)):
+                continue
+            cover = min(x1, box[2]) - max(x0, box[0])
+            if cover >= 0.8 * width and (x1 - x0) <= 1.3 * width:
+                ln.underlined = True
+                break
 
 
 #: what PDFium reports for a hyphen that broke a word at a line end
