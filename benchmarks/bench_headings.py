@@ -73,12 +73,29 @@ def prf(tp: int, nf: int, ng: int) -> tuple[float, float, float]:
     return p, r, (2 * p * r / (p + r) if p + r else 0.0)
 
 
-SETS = {"dev": ("papers", "headings"), "more": ("papers-more", "headings-more")}
+SETS = {"dev": ("papers", "headings"), "more": ("papers-more", "headings-more"),
+        "corpus-dev": ("corpus", "dev"), "corpus-heldout": ("corpus", "heldout")}
+#: the collected corpus (benchmarks/papers/MANIFEST.tsv; restored by benchmarks/papers/restore.py)
+CORPUS = Path(os.environ.get("EPISTEME_PAPERS", Path.home() / ".cache" / "episteme" / "papers"))
+
+
+def corpus_split(split: str) -> set[str]:
+    """The corpus papers of one split ("dev" or "heldout") per the manifest."""
+    rows = (REPO / "benchmarks" / "papers" / "MANIFEST.tsv").read_text().splitlines()
+    head = rows[0].split("\t")
+    return {r.split("\t")[0] for r in rows[1:]
+            if r.strip() and r.split("\t")[head.index("split")] == split}
+
+
+def set_paths(which: str) -> tuple[Path, Path, set[str] | None]:
+    """(papers folder, gold folder, papers of the set or None for all with gold)."""
+    if SETS[which][0] == "corpus":
+        return CORPUS, REPO / "benchmarks" / "gold" / "headings-corpus", corpus_split(SETS[which][1])
+    return SHARED / "data" / SETS[which][0], SHARED / "data" / "gold" / SETS[which][1], None
 
 
 def run(repeat: int, verbose: bool, which: str = "dev", only: str = "") -> str:
-    papers = SHARED / "data" / SETS[which][0]
-    gold_dir = SHARED / "data" / "gold" / SETS[which][1]
+    papers, gold_dir, members = set_paths(which)
     rows = []
     totals = {"outline": [0, 0, 0], "stripped": [0, 0, 0]}
     with tempfile.TemporaryDirectory() as tmp:
@@ -86,7 +103,12 @@ def run(repeat: int, verbose: bool, which: str = "dev", only: str = "") -> str:
             if only and only not in gold_file.name:
                 continue
             gold = json.loads(gold_file.read_text())
+            if members is not None and gold["paper"] not in members:
+                continue
             pdf = papers / gold["paper"]
+            if not pdf.is_file():
+                print(f"missing: {pdf} (run benchmarks/papers/restore.py)", file=sys.stderr)
+                continue
             gold_titles = [h["title"] for h in gold["headings"]]
             stripped = Path(tmp) / pdf.name
             strip_outline(pdf, stripped)
@@ -147,8 +169,10 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--verbose", action="store_true", help="list false and missed headings")
-    ap.add_argument("--set", choices=["dev", "more", "both"], default="both",
-                    help="dev = the 10 papers, more = papers-more (6 other layouts)")
+    ap.add_argument("--set", choices=["dev", "more", "both", "corpus-dev", "corpus-heldout"],
+                    default="both",
+                    help="dev = the 10 papers, more = papers-more (6 other layouts), corpus-dev /"
+                    " corpus-heldout = the collected corpus's splits (heldout: once, at the end)")
     ap.add_argument("--only", default="", help="only papers whose name contains this")
     args = ap.parse_args()
     for which in (["dev", "more"] if args.set == "both" else [args.set]):

@@ -68,6 +68,8 @@ class Layout:
     outline_title: bool = False  # start the outline with the paper's title (some tools do)
     ligatures: bool = True  # print "fi"/"fl" with ligature glyphs
     ieee: bool = False  # "II. CAPITALS" sections in the body font, italic "A. Title" subsections
+    line_numbers: bool = False  # Word/bioRxiv continuous line numbers in the left margin
+    word_headings: bool = False  # no numbers: level 1 large regular type, level 2 underlined
 
 
 # Codes 1 and 2 are re-mapped to the fonts' "fi"/"fl" ligature glyphs (as TeX output uses
@@ -156,6 +158,7 @@ class _Typesetter:
         self.bottom = 72.0
         self.col = 0
         self.col_top = self.top
+        self.line_no = 0
         self.new_page()
 
     # fonts ------------------------------------------------------------------------------
@@ -199,11 +202,22 @@ class _Typesetter:
             self.next_column()
 
     def emit(self, text: str, x: float, y: float, key: str, size: float) -> None:
-        self.pages[-1].append((y, x,
-            b"BT /%s %g Tf %.2f %.2f Td " % (key.encode(), size, x, y)
+        ops = b""
+        if self.lay.line_numbers:
+            # as word processors print them: the number first, in the margin, on the line's
+            # baseline (so text extraction meets it at the start of the line)
+            self.line_no += 1
+            ops += (b"BT /F1 7 Tf %.2f %.2f Td " % (self.margin - 30, y)
+                    + pdf_string(str(self.line_no)) + b" Tj ET ")
+        self.pages[-1].append((y, x, ops
+            + b"BT /%s %g Tf %.2f %.2f Td " % (key.encode(), size, x, y)
             + pdf_string(text, ligatures=self.lay.ligatures)
             + b" Tj ET"
         ))
+
+    def rule(self, x0: float, x1: float, y: float) -> None:
+        """A drawn horizontal rule (an underline), 0.6 pt thick."""
+        self.pages[-1].append((y, x0, b"0.6 w %.2f %.2f m %.2f %.2f l S" % (x0, y, x1, y)))
 
     # content -----------------------------------------------------------------------------
     def line(self, text: str, size: float, *, bold: bool = False, italic: bool = False,
@@ -269,7 +283,17 @@ class _Typesetter:
         self.y -= size * 0.8
         self.need(size * 1.2 + self.lay.body_size * 3.6)  # keep with the next lines
         text = f"{number} {title}" if number else title
-        if self.lay.ieee and number and number[0].isdigit():
+        if self.lay.word_headings:
+            # a word processor's styles: "Heading 1" large and regular, "Heading 2" at body
+            # size, regular and underlined, neither numbered
+            if level == 1:
+                self.line(title, self.lay.body_size + 8)
+            else:
+                self.line(title, self.lay.body_size)
+                _, base = self.font()
+                x0 = self.x0
+                self.rule(x0, x0 + self.width(title, base, self.lay.body_size), self.y - 2)
+        elif self.lay.ieee and number and number[0].isdigit():
             parts = number.split(".")
             if level == 1:
                 self.line(f"{to_roman(int(parts[0]))}. {title.upper()}", self.lay.body_size)

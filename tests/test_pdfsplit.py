@@ -55,6 +55,10 @@ LAYOUTS = {
                                               page_numbers=False),
     # rows of both columns written alternately (some word processors): reading order restored
     "two_column_interleaved": pdfgen.Layout(columns=2, interleave=True, running_header=HEADER),
+    # continuous line numbers in the margin (Word, bioRxiv): never part of headings or text
+    "line_numbers": pdfgen.Layout(columns=1, line_numbers=True),
+    "line_numbers_two_column": pdfgen.Layout(columns=2, line_numbers=True, running_header=HEADER,
+                                             stamp=STAMP),
     "everything_at_once": pdfgen.Layout(
         columns=2, family="Helvetica", interleave=True, outline=True, outline_numbers=False,
         outline_title=True, running_header=HEADER, stamp=STAMP, body_size=9.0,
@@ -379,3 +383,61 @@ def test_tables_captioned_above_still_take_the_rows_below():
     objs = {o.label: o for o in find_objects(lines, {1: 792.0})}
     assert "plain-34" in objs["Table 1"].text and "mAP" not in objs["Table 1"].text
     assert "VGG-16 41.5" in objs["Table 2"].text
+
+
+def _with_tables(ts, i: int, j: int) -> None:
+    """After section 2's and section 3's first paragraph: a sentence broken mid-word ("fur-")
+    around a table whose bold header row sits over its columns (section 2) or spans them in
+    one bold line (section 3), the caption under the rows."""
+    if (i, j) not in ((1, 0), (4, 0)):
+        return
+    size = ts.lay.body_size
+    ts.line("The two stations were levelled again, and we can fur-", size)
+    ts.y -= 8
+    key_b, _ = ts.font(bold=True)
+    key, _ = ts.font()
+    header = (["Model (pre-norm)", "Param.", "MT04", "MT05", "Average"] if i == 1
+              else ["Station records"])
+    rows = [header, ["Transformer base model", "62M", "41.2", "40.8", "41.0"],
+            ["Transformer deep model", "118M", "42.9", "41.7", "42.3"]]
+    for k, row in enumerate(rows):
+        ts.need(size * 1.3)
+        ts.y -= size * 1.3
+        for c, cell in zip((0, 150, 200, 250, 300), row, strict=False):
+            ts.emit(cell, ts.x0 + c, ts.y, key_b if k == 0 else key, size)
+    ts.y -= 4
+    ts.line(f"Table {1 if i == 1 else 2}: Scores of the models on the test sets.", size - 1)
+    ts.y -= 8
+    ts.line("ther align the two records.", size)
+
+
+@pytest.mark.parametrize("columns", [1, 2])
+def test_table_header_rows_never_become_headings(tmp_path, columns):
+    """A bold header row over a table's columns ("Model (pre-norm) Param. MT04 ...") and a
+    bold line printed inside a sentence broken mid-word are a float's lines, not sections."""
+    data, _ = pdfgen.typeset(_paper(), pdfgen.Layout(columns=columns),
+                             after_paragraph=_with_tables)
+    f = tmp_path / "tables.pdf"
+    f.write_bytes(data)
+    res = split_pdf(f)
+    got = [(s.number, s.title, s.level, s.kind) for s in res.sections if s.kind != "front"]
+    assert got == EXPECTED
+
+
+@pytest.mark.parametrize("columns", [1, 2])
+def test_word_processor_headings_from_their_typography(tmp_path, columns):
+    """No numbers and no outline: level-1 headings in large regular type (the body's own font),
+    level-2 headings at body size, regular, underlined by a drawn rule.  Both are found from
+    the paper's own styles, with their levels, and the text around them stays whole."""
+    paper = _paper()
+    f = pdfgen.make_paper_pdf(tmp_path / "word.pdf", paper,
+                              pdfgen.Layout(columns=columns, family="Helvetica",
+                                            word_headings=True, line_numbers=True))
+    res = split_pdf(f)
+    got = [(s.title, s.level) for s in res.sections if s.kind not in ("front", "abstract")]
+    want = [(s.title, min(s.level, 2)) for s in paper.sections]
+    want += [("References", 1)] + [(s.title, s.level) for s in paper.appendix]
+    assert got == want
+    by_title = {s.title: s for s in res.sections}
+    for sec in paper.sections:
+        assert _norm(by_title[sec.title].text) == _norm(" ".join(sec.paragraphs)), sec.title

@@ -123,3 +123,22 @@ def test_no_pdf_no_grid(tracer):
     assert tracer.table_grid(p) is None
     c = tracer.trace("The Transformer (big) reaches 28.4 BLEU on English-to-German.")["claims"][0]
     assert c["verdict"] == SUPPORTED
+
+
+def test_one_caption_rule_is_shared_by_objects_grids_and_headings():
+    """pdf/captions is the one answer to "is this a caption": the label line with its
+    delimiter (Roman numerals, appendix labels, Algorithm), not a sentence about a table; the
+    splitter's modules use it rather than patterns of their own."""
+    from episteme.pdf import captions, headings, objects, tablegrid
+
+    assert captions.caption_label("Fig. 3: Loss curves") == "figure 3"
+    assert captions.caption_label("TABLE IV. Results") == "table iv"
+    assert captions.caption_label("Table A.2 | Ablations") == "table a.2"
+    assert captions.caption_label("Algorithm 1") == "algorithm 1"
+    assert captions.caption_label("Table 2 shows the BLEU scores") is None
+    assert captions.strip_label("Table 2: BLEU scores.") == "BLEU scores."
+    assert captions.names_float("Table 2 shows the BLEU scores")
+    assert not captions.names_float("Tables and chairs")
+    assert objects.CAPTION_START is captions.CAPTION_LABEL
+    assert tablegrid.caption_match is captions.caption_match
+    assert headings.names_float is captions.names_float

@@ -25,6 +25,7 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+from .captions import names_float
 from .text import Line
 
 NUMBERED = re.compile(
@@ -48,7 +49,8 @@ ABSTRACT_RUNIN = re.compile(r"^(abstract)\s*[.:\-–—]\s*(\S.*)$", re.I)
 # IEEE \\subsubsection: "1) Special allocators: The naive approach ..." (title set in italics)
 PAREN_RUNIN = re.compile(r"^(?P<num>\d{1,2})\)\s+(?P<title>[^:.]{2,80}?):\s+(?P<rest>\S.*)$")
 OCR_ZERO = re.compile(r"^[oO](?=\.\s+[A-Z])")
-CAPTION = re.compile(r"^(fig(ure)?|table|algorithm|listing|proof|theorem|lemma|definition)\b", re.I)
+#: a line led by one of these words is a block's label, not a heading (floats: :mod:`.captions`)
+NOT_HEADING_LEAD = re.compile(r"^(listing|proof|theorem|lemma|definition)\b", re.I)
 
 
 @dataclass
@@ -61,7 +63,7 @@ class Heading:
     title: str
     level: int
     rest: str = ""  # text after a run-in heading on its first line (belongs to the body)
-    style: tuple[str, float] | None = None
+    style: tuple[str, float, bool] | None = None
     source: str = "text"  # "text" or "outline"
 
 
@@ -169,11 +171,49 @@ def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bo
         return False
     if sum(bool(re.fullmatch(r"[\d.,%±]+", w)) for w in words) >= 2:
         return False
-    if CAPTION.match(t) or t[0] in "•·∙◦▪–—-*":
+    if names_float(t) or NOT_HEADING_LEAD.match(t) or t[0] in "•·∙◦▪–—-*":
         return False
     # a sentence that happens to start with a number: many lower-case function words and a
     # final period, e.g. "2 layers are used in all experiments."
     return not (t.endswith(".") and len(words) > 10)
+
+
+#: a gap between two runs of one line wider than this many ems separates table cells (a word
+#: space is a third of an em, the gap after a heading's number about one em); a heading is
+#: never a row of cells ("System  Ppl  BLEU" over a table's columns)
+CELL_GAP_EM = 1.5
+#: type this many points larger than the body sets a line apart even in the body's own font
+#: and weight (Word's "Heading 1": 14-20 pt regular over 10-12 pt text)
+LARGE_PT = 2.5
+
+
+def _run_x(r) -> tuple[float, float]:
+    if r.box is not None and r.box[2] > r.box[0]:
+        return r.box[0], r.box[2]
+    x = r.x or 0.0
+    return x, x + 0.5 * r.size * len(r.text.rstrip())
+
+
+def table_row(ln: Line) -> bool:
+    """The line is a row of table cells: words set apart by gaps of more than
+    :data:`CELL_GAP_EM` ems (the gap after a leading section number does not count)."""
+    runs = [r for r in ln.runs if r.text.strip()]
+    if len(runs) < 2 or any(r.x is None for r in runs):
+        return False
+    if re.fullmatch(r"[\dA-Z]{1,2}(?:\.\d{1,2})*\.?", runs[0].text.strip()):
+        runs = runs[1:]
+    for a, b in zip(runs, runs[1:], strict=False):
+        gap = _run_x(b)[0] - _run_x(a)[1]
+        if gap > CELL_GAP_EM * max(a.size, b.size, 1.0):
+            return True
+    return False
+
+
+def _breaks_a_word(lines: list[Line], i: int) -> bool:
+    """The line before ends inside a word hyphenated across the break ("we can fur-"): what
+    follows it is that paragraph's next line, so a line here that looks like a heading is a
+    float's line printed in between (a table's header row), not the start of a section."""
+    return i > 0 and bool(re.search(r"[a-z]-$", lines[i - 1].text.rstrip()))
 
 
 def _clean_title(t: str) -> str:
@@ -183,8 +223,9 @@ def _clean_title(t: str) -> str:
     return t
 
 
-def _style(line: Line) -> tuple[str, float]:
-    return (line.font, round(line.size * 2) / 2)
+def _style(line: Line) -> tuple[str, float, bool]:
+    """A line's style: font, size (to half a point) and whether a rule underlines it."""
+    return (line.font, round(line.size * 2) / 2, line.underlined)
 
 
 def detect_headings(lines: list[Line]) -> list[Heading]:
@@ -430,7 +471,7 @@ def _add_style_matches(
       riskiest, so they must not look like a run-in label (no colon or final period), a table
       header (no bare numbers) or a caption.
     """
-    styles: dict[tuple[str, float], int] = {}
+    styles: dict[tuple[str, float, bool], int] = {}
     families: set[str] = set()
     for h in heads:
         if h.number and not h.rest and h.style is not None:
@@ -470,14 +511,17 @@ def _add_style_matches(
         base_ok = (
             i not in taken
             and plausible_title(text, numbered=False)
+            and not table_row(ln)
+            and not _breaks_a_word(lines, i)
             and len(text.split()) <= 12
             and not text.endswith((".", ":"))
             and not NUMBERED.match(text)
         )
         level = None
-        if base_ok and st in styles and not body_sized and (
+        if base_ok and st in styles and (not body_sized or ln.underlined) and (
             ln.lead == text or ln.styled_share >= 0.8
-        ) and (ln.font != stats.body_font or ln.bold or text.isupper()):
+        ) and (ln.font != stats.body_font or ln.bold or text.isupper() or ln.underlined
+               or ln.size >= stats.body_size + LARGE_PT):
             level = styles[st]
             if level == 0:  # a style found by its layout alone, in a numbered paper
                 level = min(level_now + 1, 4) if numbered else 1
@@ -510,13 +554,15 @@ def _distinct_face(ln: Line, stats: DocStats) -> bool:
         return False
     if ln.size >= stats.body_size + 0.8 and ln.font != stats.body_font:
         return True
+    if ln.underlined or ln.size >= stats.body_size + LARGE_PT:
+        return True  # a word processor's heading styles: underlined, or much larger type
     return ln.styled_share >= 0.8 and (ln.bold or (ln.italic and not stats.body_italic))
 
 
 def _discover_styles(
     lines: list[Line], heads: list[Heading], stats: DocStats, consumed: set[int],
-    leading: float, known: dict[tuple[str, float], int],
-) -> dict[tuple[str, float], int]:
+    leading: float, known: dict[tuple[str, float, bool], int],
+) -> dict[tuple[str, float, bool], int]:
     """Heading styles a paper uses without numbers, found from its own layout.
 
     A candidate line stands on its own (space above, prose or another candidate below), is
@@ -542,12 +588,14 @@ def _discover_styles(
             and i < refs_at
             and _distinct_face(ln, stats)
             and plausible_title(text, numbered=False)
+            and not table_row(ln)
+            and not _breaks_a_word(lines, i)
             and len(text.split()) <= 14
             and not text.endswith((".", ":"))
             and not NUMBERED.match(text)
         )
 
-    found: dict[tuple[str, float], list[int]] = {}
+    found: dict[tuple[str, float, bool], list[int]] = {}
     for i in range(len(lines)):
         if not candidate(i) or not _space_above(lines, i, leading):
             continue
@@ -556,7 +604,7 @@ def _discover_styles(
         )
         if below_ok:
             found.setdefault(_style(lines[i]), []).append(i)
-    out: dict[tuple[str, float], int] = {}
+    out: dict[tuple[str, float, bool], int] = {}
     accepted = []
     for st, idx in found.items():
         if st in known:

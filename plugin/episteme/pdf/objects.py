@@ -26,13 +26,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .captions import CAPTION_LABEL, caption_kind, caption_label, caption_match
 from .text import Line, normalize_text
 
-CAPTION_START = re.compile(
-    r"^(?P<kind>table|figure|fig\.|algorithm)\s*(?P<num>\d{1,2}|[IVX]{1,5}|[A-H]\.?\d{1,2})"
-    r"(?P<delim>\s*[:.|]|\s*$)",
-    re.I,
-)
+#: kept under its old name for callers of this module; the rule is :mod:`.captions`'
+CAPTION_START = CAPTION_LABEL
 FOOTNOTE_MARK = re.compile(r"^(?P<mark>\d{1,2}|[∗*†‡§¶]{1,2})\s*(?P<text>\S.*)$")
 _NUMERIC = re.compile(r"^[\d.,%±×x·()\[\]+\-–/]+$")
 
@@ -151,11 +149,6 @@ def _is_prose(ln: Line, body: _Body) -> bool:
     return _at_margin(ln, body)
 
 
-def _caption_kind(word: str) -> str:
-    w = word.lower().rstrip(".")
-    return "figure" if w in ("fig", "figure") else w
-
-
 def find_objects(lines: list[Line], heights: dict[int, float], *,
                  refs: range | None = None, headings: set[int] | None = None) -> list[PdfObject]:
     """Captions with their float contents, and footnotes, in ``lines`` outside ``refs`` (the
@@ -173,9 +166,9 @@ def find_objects(lines: list[Line], heights: dict[int, float], *,
     i = 0
     while i < stop:
         ln = lines[i]
-        m = CAPTION_START.match(ln.text.strip())
+        m = caption_match(ln.text)
         if m and i not in headings and i not in echoes and _caption_like(ln, m, body):
-            kind = _caption_kind(m.group("kind"))
+            kind = caption_kind(m.group("kind"))
             label = f"{kind.capitalize()} {m.group('num').rstrip('.')}"
             j = i + 1
             while j < stop and j - i < 14 and _continues_caption(lines, j, ln, body):
@@ -231,9 +224,9 @@ def _label_echoes(lines: list[Line], skip: set[int], body: _Body) -> set[int]:
     its captions one way, so a second "Table 4" in another style is not a caption."""
     found: list[tuple[int, str, str]] = []  # (line, label, delimiter)
     for k, ln in enumerate(lines):
-        m = CAPTION_START.match(ln.text.strip())
+        m = caption_match(ln.text)
         if m and k not in skip and _caption_like(ln, m, body):
-            label = f"{_caption_kind(m.group('kind'))} {m.group('num').rstrip('.')}".lower()
+            label = caption_label(ln.text)
             found.append((k, label, _delim(m)))
     style = Counter(d for _, _, d in found).most_common(1)
     if not style:
@@ -256,7 +249,7 @@ def _continues_caption(lines: list[Line], j: int, first: Line, body: _Body) -> b
     ln, prev = lines[j], lines[j - 1]
     if ln.page != first.page or ln.y is None or prev.y is None:
         return False
-    if CAPTION_START.match(ln.text.strip()):
+    if caption_match(ln.text):
         return False
     # the caption's size, or the size of its words after a label set larger ("Table 1:" at
     # 10 pt, the caption at 9 pt)
@@ -387,7 +380,7 @@ def _footnotes(lines: list[Line], stop: int, body: _Body, heights: dict[int, flo
         while (j < stop and j not in taken and lines[j].page == ln.page
                and lines[j].size <= body.size - 0.6 and lines[j].y is not None
                and lines[j].y < 0.45 * h and not _footnote_start(lines[j], body)
-               and not CAPTION_START.match(lines[j].text.strip())):
+               and not caption_match(lines[j].text)):
             j += 1
         text = re.sub(r"\s+", " ", " ".join(
             [m.group("text")] + [lines[k].text.strip() for k in range(i + 1, j)])).strip()

@@ -41,11 +41,14 @@ from .text import (
     _content_bytes,
     char_engine,
     drop_furniture,
+    drop_line_numbers,
     fix_column_order,
     join_lines,
+    mark_underlined,
     normalize_text,
     page_lines,
     pdfium_page_lines,
+    pdfium_rules,
     vocabulary,
 )
 
@@ -392,7 +395,8 @@ def _close_pdfium(pdfdoc) -> None:
             pdfdoc.close()
 
 
-def _read_page(page, no: int, pdfdoc, rotated: list[str] | None) -> list[Line]:
+def _read_page(page, no: int, pdfdoc, rotated: list[str] | None,
+               rules: list | None = None) -> list[Line]:
     """One page's lines: from PDFium's characters when a PDFium document is open, else from
     pypdf's visitor.  The content-stream cap is checked first either way (a page over it is
     never parsed)."""
@@ -407,21 +411,25 @@ def _read_page(page, no: int, pdfdoc, rotated: list[str] | None) -> list[Line]:
         pg = pdfdoc[no - 1]
         tp = pg.get_textpage()
         try:
-            return pdfium_page_lines(tp, no, rotated)
+            lines = pdfium_page_lines(tp, no, rotated)
+            if rules is not None:
+                rules.append(pdfium_rules(pg))
+            return lines
         finally:
             tp.close()
             pg.close()
 
 
 def _read_pages(reader, pdfdoc, pages: list, heights: list, warnings: list, rotated: list,
-                oversized: list) -> None:
+                oversized: list, rules: list | None = None) -> None:
     """Every page's lines (with its height) into ``pages``/``heights``; a page that cannot be
     read becomes an empty page and a warning (one over the content cap is also recorded in
-    ``oversized``)."""
+    ``oversized``); ``rules`` gets each page's drawn rules (PDFium only, [] otherwise)."""
     for no, page in enumerate(reader.pages, start=1):
+        found: list = []
         try:
             box = page.mediabox
-            got = _read_page(page, no, pdfdoc, rotated if no == 1 else None)
+            got = _read_page(page, no, pdfdoc, rotated if no == 1 else None, found)
             pages.append(fix_column_order(got, float(box.width)))
             heights.append(float(box.height))
         except PageTooLarge as e:
@@ -434,6 +442,8 @@ def _read_pages(reader, pdfdoc, pages: list, heights: list, warnings: list, rota
             warnings.append(f"page {no}: text extraction failed ({type(e).__name__})")
             pages.append([])
             heights.append(792.0)
+        if rules is not None:
+            rules.append(found[0] if found else [])
 
 
 def split_pdf(
@@ -456,12 +466,13 @@ def split_pdf(
     warnings: list[str] = []
     rotated: list[str] = []
     oversized: list[PageTooLarge] = []
+    rules: list[list[tuple[float, float, float]]] = []
     pdfdoc = _pdfium_document(data) if char_engine() == "pdfium" else None
     if pdfdoc is not None and len(pdfdoc) != n_pages:  # the two read a damaged file apart
         _close_pdfium(pdfdoc)
         pdfdoc = None
     try:
-        _read_pages(reader, pdfdoc, pages, heights, warnings, rotated, oversized)
+        _read_pages(reader, pdfdoc, pages, heights, warnings, rotated, oversized, rules)
     finally:
         _close_pdfium(pdfdoc)
     # a page of prose holds thousands of letters; a scan with a one-line stamp or cover note
@@ -477,6 +488,9 @@ def split_pdf(
             "pages hold too little text")
     if letters < 60 * n_pages:
         raise PdfError("no_text", "the PDF has no text layer (scanned?); run OCR first")
+    pages = drop_line_numbers(pages)
+    for page_lines_, page_rules in zip(pages, rules, strict=False):
+        mark_underlined(page_lines_, page_rules)  # on the lines without their margin numbers
     first_pages = [ln.text for p in pages[:2] for ln in p]  # running heads still in
     pages = drop_furniture(pages, heights)
     lines = [ln for p in pages for ln in p]

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .captions import caption_match
+
 #: a gap wider than this share of the type size between two words starts a new cell (a word
 #: space is about 0.25-0.35 em in the fonts papers use; column gaps are one em or more)
 CELL_GAP_EM = 0.6
@@ -34,7 +36,6 @@ HEADER_REACH_EM = 3.0
 _NUM = r"[-+−–]?(?:\d[\d.,]*|\.\d+)(?:%|[kKMB])?[*†‡§]*"
 # a value cell: a number (with a unit sign or significance stars), "a / b", "a ± b", a dash
 _VALUE = re.compile(rf"^{_NUM}(?:(?:/|±|\(|\)){_NUM}\)?)*(?:[a-zA-Z]{{1,3}})?$|^[-–—×✓✗]$")
-_CAPTION = re.compile(r"^\s*(table|figure|fig\.)\s*[\dIVX]+\b", re.I)
 
 
 @dataclass
@@ -209,7 +210,7 @@ def build_grid(cells_per_line: Sequence[list[Cell] | None],
             break
     if first_row is None:
         return None
-    header = [cs for cs in lines[:first_row] if cs and not _CAPTION.match(cs[0].text)
+    header = [cs for cs in lines[:first_row] if cs and not caption_match(cs[0].text)
               and sum(len(c.text.split()) for c in cs) <= 16]
     rows: list[GridRow] = []
     for i, cs in enumerate(lines):
@@ -281,7 +282,7 @@ def table_grid(pdf: Path, page: int, text: str) -> Grid | None:
         return None
     lines = text.split("\n")
     # the caption and other prose lines are no part of the grid (kept as None, in place)
-    lines = ["" if (_CAPTION.match(ln) or len(ln.split()) > 16) else ln for ln in lines]
+    lines = ["" if (caption_match(ln) or len(ln.split()) > 16) else ln for ln in lines]
     try:
         placed = line_cells(pdf, page, lines)
     except Exception:  # noqa: BLE001 - a damaged page only loses the layout reading

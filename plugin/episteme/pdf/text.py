@@ -63,6 +63,7 @@ class Line:
     bold: bool
     runs: list[Run] = field(default_factory=list)
     italic: bool = False
+    underlined: bool = False  # a drawn rule runs under the line's text (PDFium only)
 
     @property
     def bbox(self) -> list[float] | None:
@@ -446,6 +447,92 @@ def drop_furniture(pages: list[list[Line]], heights: list[float]) -> list[list[L
     return out
 
 
+#: margin line numbers, as word processors and review templates print them.  A page's
+#: numbers are taken out only when the paper numbers its lines throughout: numbers at the
+#: start (or end) of at least this share of a page's lines, on at least this share of its
+#: pages, in one narrow band of x, increasing down the page.  Why so strict: a table's first
+#: column ("1  ResNet  34.5") also prints increasing numbers in a band, but on one page and
+#: for a few of its lines (tests/test_pdfsplit.py::test_margin_line_numbers_are_not_text).
+LINE_NUMBERS = {"page_share": 0.15, "pages": 0.5, "band_pt": 12.0, "increasing": 0.8}
+_LINE_NO = re.compile(r"^\d{1,5}$")
+
+
+def _run_span(r: Run) -> tuple[float, float]:
+    """A run's x-range: its glyph box, or its start and an estimated width (pypdf)."""
+    if r.box is not None and r.box[2] > r.box[0]:
+        return r.box[0], r.box[2]
+    x = r.x or 0.0
+    return x, x + 0.5 * r.size * len(r.text.strip())
+
+
+def drop_line_numbers(pages: list[list[Line]]) -> list[list[Line]]:
+    """Take margin line numbers (Word, bioRxiv, review copies) out of the lines.
+
+    Such a number is printed on a text line's baseline, a clear gap (over an em) left of the
+    line's first word or right of its last, so extraction meets it as the line's first or last
+    run ("50 region of the Pbs2 ..."), or as a line of its own.  Left in, it becomes part of the
+    text ("the Pbs2 50 region") and of headings ("1 Residues Neighboring ..." read as section
+    1).  See :data:`LINE_NUMBERS` for when a paper is taken to number its lines.
+    """
+    cands: dict[int, list[tuple[int, int, int, float, float]]] = {0: [], 1: []}
+    for pi, lines in enumerate(pages):
+        for li, ln in enumerate(lines):
+            runs = [r for r in ln.runs if r.text.strip()]
+            if not runs:
+                continue
+            first, last = runs[0], runs[-1]
+            if _LINE_NO.match(first.text.strip()) and (
+                len(runs) == 1
+                or _run_span(runs[1])[0] - _run_span(first)[1] > max(runs[1].size, 1.0)
+            ):
+                cands[0].append((pi, li, int(first.text.strip()), *_run_span(first)))
+            elif len(runs) > 1 and _LINE_NO.match(last.text.strip()) and (
+                _run_span(last)[0] - _run_span(runs[-2])[1] > max(runs[-2].size, 1.0)
+            ):
+                cands[1].append((pi, li, int(last.text.strip()), *_run_span(last)))
+    drop: dict[tuple[int, int], int] = {}
+    texty = [pi for pi, lines in enumerate(pages) if len(lines) >= 5]
+    for side, found in cands.items():
+        if len(found) < 10 or not texty:
+            continue
+        # one narrow band of x: the numbers' right edges (right-aligned) or left edges
+        band = LINE_NUMBERS["band_pt"]
+        for edge in (4, 3):
+            mid = sorted(c[edge] for c in found)[len(found) // 2]
+            inband = [c for c in found if abs(c[edge] - mid) <= band]
+            if len(inband) >= 0.8 * len(found):
+                break
+        per_page = Counter(c[0] for c in inband)
+        full = [pi for pi in texty if per_page[pi] >= max(3, LINE_NUMBERS["page_share"]
+                                                          * len(pages[pi]))]
+        if len(full) < max(1, LINE_NUMBERS["pages"] * len(texty)):
+            continue
+        values = [c[2] for c in inband]
+        ups = sum(b > a for a, b in zip(values, values[1:], strict=False))
+        if ups < LINE_NUMBERS["increasing"] * (len(values) - 1):
+            continue
+        for c in inband:
+            drop[(c[0], c[1])] = side
+    if not drop:
+        return pages
+    out = []
+    for pi, lines in enumerate(pages):
+        kept = []
+        for li, ln in enumerate(lines):
+            side = drop.get((pi, li))
+            if side is None:
+                kept.append(ln)
+                continue
+            runs = [r for r in ln.runs if r.text.strip()]
+            rest = runs[1:] if side == 0 else runs[:-1]
+            made = _make_line(rest, ln.page) if rest else None
+            if made is not None:
+                made.underlined = ln.underlined
+                kept.append(made)
+        out.append(kept)
+    return out
+
+
 _WORD = re.compile(r"[A-Za-z]+")
 
 
@@ -723,6 +810,55 @@ def pdfium_page_lines(textpage, page_no: int, rotated: list[str] | None = None) 
         rotated[:] = [normalize_text(r) for r in rotated if r.strip()]
     _PAPER_BUDGET.left -= used
     return lines
+
+
+#: a page with more drawn objects than this is a plot or a diagram: its rules are not read
+MAX_RULE_OBJECTS = 4000
+
+
+def pdfium_rules(page) -> list[tuple[float, float, float]]:
+    """The thin horizontal rules drawn on a PDFium page, as (x0, x1, y): path objects under 2 pt
+    tall and over 10 pt wide (underlines, table rules), top-level objects only."""
+    import ctypes
+
+    import pypdfium2.raw as raw
+
+    n = raw.FPDFPage_CountObjects(page.raw)
+    if n > MAX_RULE_OBJECTS:
+        return []
+    out = []
+    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
+    for k in range(n):
+        obj = raw.FPDFPage_GetObject(page.raw, k)
+        if raw.FPDFPageObj_GetType(obj) != raw.FPDF_PAGEOBJ_PATH:
+            continue
+        if not raw.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
+            continue
+        if top.value - bottom.value < 2.0 and right.value - left.value > 10.0:
+            out.append((left.value, right.value, (top.value + bottom.value) / 2))
+    return out
+
+
+def mark_underlined(lines: list[Line], rules: list[tuple[float, float, float]]) -> None:
+    """Set ``Line.underlined`` where a rule lies just under a line's baseline (within 0.45 of
+    its type size) and spans its text: at least 80% of its width and at most 30% more (a table
+    rule under a header row spans the whole table, wider than the row's words)."""
+    if not rules:
+        return
+    for ln in lines:
+        box = ln.bbox
+        if box is None or ln.y is None:
+            continue
+        width = box[2] - box[0]
+        if width <= 0:
+            continue
+        for x0, x1, y in rules:
+            if not (0 <= ln.y - y <= 0.45 * max(ln.size, 1.0)):
+                continue
+            cover = min(x1, box[2]) - max(x0, box[0])
+            if cover >= 0.8 * width and (x1 - x0) <= 1.3 * width:
+                ln.underlined = True
+                break
 
 
 #: what PDFium reports for a hyphen that broke a word at a line end
