@@ -145,3 +145,42 @@ def test_citations_command_links_a_paper_ingested_later(ingested_wiki: Path, pap
     assert "Layer normalization (2016) arXiv:1607.06450" in text  # the reading list, with its id
     missing = run("citations", "--paper", "nope.pdf")
     assert missing.returncode == 1 and "no ingested paper" in missing.stderr
+
+
+@pytest.mark.slow
+def test_written_paper_pages_link_their_citations(ingested_wiki: Path, papers_dir: Path):
+    """ingest --write puts the citations into the paper pages, both ways, as links the graph
+    follows; lint stays clean and a second run rewrites nothing."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("WIKI_", "SQLITE_", "CHROMA_", "ANTHROPIC_", "LLM_"))}
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "episteme.cli", *args, "--wiki",
+                               str(ingested_wiki)], capture_output=True, text=True, env=env,
+                              timeout=900)
+
+    first = run("ingest", str(papers_dir / "bahdanau_1409.0473v7.pdf"), "--write", "--no-progress")
+    assert first.returncode == 0, first.stderr
+    second = run("ingest", str(ingested_wiki / "raw" / "attention_1706.03762v5.pdf"), "--write",
+                 "--no-progress")
+    assert second.returncode == 0, second.stderr
+    from episteme.compile.citelinks import paper_pages
+
+    pages = paper_pages(ingested_wiki)
+    att = (ingested_wiki / pages["attention_1706.03762v5.pdf"]).read_text(encoding="utf-8")
+    bah = (ingested_wiki / pages["bahdanau_1409.0473v7.pdf"]).read_text(encoding="utf-8")
+    bah_link = "[[" + pages["bahdanau_1409.0473v7.pdf"][:-3] + "|"
+    att_link = "[[" + pages["attention_1706.03762v5.pdf"][:-3] + "|"
+    assert "## Citations" in att and "**Cites (in this wiki):** " + bah_link in att
+    assert "**Cited by (in this wiki):** " + att_link in bah
+    assert "- **Reference:** Layer normalization (2016; arXiv:1607.06450)" in att
+    assert "cites:\n- bahdanau_1409.0473v7.pdf" in att and "cited_by:\n- attention_1706.03762v5.pdf" in bah
+    seed = pages["attention_1706.03762v5.pdf"][:-3]
+    nb = json.loads(run("graph", "--mode", "neighbors", "--seed", seed, "--depth", "1").stdout)
+    assert pages["bahdanau_1409.0473v7.pdf"][:-3] in json.dumps(nb)
+    lint = json.loads(run("lint", "--format", "json", "--claims").stdout)
+    assert lint["summary"]["errors"] == 0
+    assert not [f for f in lint["findings"] if "Citations" in json.dumps(f)
+                and f["rule"].startswith("claim-")]
+    again = json.loads(run("citations", "--write").stdout)
+    assert again["written"] == {"updated": [], "created": []}

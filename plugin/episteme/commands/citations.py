@@ -5,7 +5,9 @@ it names one (arXiv id or DOI, else the paper's printed title; :mod:`episteme.qu
 Prints, per paper, what it cites and what cites it, the links with the evidence, and the most
 cited papers of the wiki; ``--paper P --references`` adds P's reference entries that are not in
 the wiki (a reading list, with ids where printed).  Nothing is stored: a paper ingested later
-is linked the next time this runs.
+is linked the next time this runs.  ``--write`` puts the same into the paper pages (a
+``Citations`` section of links and the reading list; ``ingest --write`` does it for the papers
+it writes).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--references", action="store_true",
                    help="with --paper: also list its reference entries that are not in the wiki")
     p.add_argument("--limit", type=int, default=10, help="most-cited papers listed (default 10)")
+    p.add_argument("--write", action="store_true",
+                   help="also (re)write every paper page's Citations section (ingest --write does "
+                        "this for the papers it writes)")
     p.add_argument("--format", choices=["json", "text"], default="json")
     add_store_options(p)
     return p
@@ -69,6 +74,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.paper and args.paper not in graph.papers:
             raise NotFoundError(f"no ingested paper {args.paper!r}")
         result = graph.to_dict(paper=args.paper, limit=args.limit)
+        if args.write:
+            from ..compile.citelinks import update_citation_sections
+
+            result["written"] = update_citation_sections(
+                settings, papers=[args.paper] if args.paper else None)
         if args.references:
             result["reading_list"] = graph.reading_list(args.paper)
         if args.format == "text":

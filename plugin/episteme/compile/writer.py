@@ -168,9 +168,23 @@ def write_paper(
         report = apply_plan(wiki, plan, today=today)
         out.update(report.to_dict())
         out["write_status"] = "written"
+        out.update(_write_citations(settings, paper_id, today))
     if usage is not None:
         out["llm_usage"] = usage
     return out
+
+
+def _write_citations(settings, paper_id: str, today: _dt.date | None) -> dict[str, Any]:
+    """The ``Citations`` sections of this paper's page and of the pages of the papers it cites
+    or is cited by (:mod:`episteme.compile.citelinks`); ``{}`` when nothing changed.  A failure
+    here is reported, never undoes the paper's pages just written."""
+    from .citelinks import update_citation_sections
+
+    try:
+        done = update_citation_sections(settings, papers=[paper_id], today=today)
+    except EpistemeError as e:
+        return {"citations_error": e.message}
+    return {"citations": done} if done["created"] or done["updated"] else {}
 
 
 def _text_to_check(wiki: Path, d: Decision) -> tuple[str, list[str]]:

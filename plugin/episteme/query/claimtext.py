@@ -40,8 +40,11 @@ _STRAIGHT_QUOTE = re.compile(r"(?<![\w])\"([^\"]{8,}?)\"(?![\w])")
 _WORD_HYPHEN = re.compile(r"(?<=[^\W\d_])[-\u2010\u00ad]\s*(?=[^\W\d_])")
 _HTML_COMMENT = re.compile(r"<!--.*?-->")
 # a field line of a paper page, as the writer puts them ("**Authors:** ...", "**Published:**
-# venue, year", "**Source:** `raw/x.pdf`"): bibliographic data read from the PDF, not a claim
-_FIELD_LINE = re.compile(r"^\s*\*\*(?:Authors|Published|Source):\*\*\s")
+# venue, year", "**Source:** `raw/x.pdf`", and the citation lines and reading list of
+# compile/citelinks): bibliographic data read from the PDF, not a claim
+_FIELD_LINE = re.compile(
+    r"^\s*(?:[-*+]\s+)?\*\*(?:Authors|Published|Source|Cites \(in this wiki\)|Cited by \(in this wiki\)"
+    r"|Reference):\*\*\s")
 #: the tail of a truncated list ("and 4 more in this section of the paper", "… and 12 more"):
 #: it counts the items left out, it says nothing a passage could support
 _MORE_ITEMS = re.compile(r"(?:\.\.\.|…)?\s*and \d[\d,]* more\b[^.!?\d()\[\]]*[.…]?", re.I)
