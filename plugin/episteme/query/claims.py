@@ -465,7 +465,7 @@ def _code_hash() -> str:
     from ..pdf import passages
     from . import trace, verify
 
-    for path in (verify.__file__, trace.__file__, __file__, passages.__file__):
+    for path in (*verify.source_files(), trace.__file__, __file__, passages.__file__):
         try:
             h.update(Path(path).read_bytes())
         except OSError:
@@ -691,7 +691,9 @@ COPY_RATIO = 0.8
 def _specific(tok: str, first: bool = False) -> bool:
     """A token whose change changes what a sentence asserts: a number, a name (capitalised or
     mixed case, by form), a negation or a comparative (the verifier's own cue lists)."""
-    from .verify import _GOOD_CUES, _MAG_CUES, _NEG_CUES
+    from .verify import GOOD_CUES as _GOOD_CUES
+    from .verify import MAG_CUES as _MAG_CUES
+    from .verify import NEG_CUES as _NEG_CUES
 
     low = tok.lower()
     name = any(ch.isupper() for ch in tok[1:]) or (tok[:1].isupper() and not first)

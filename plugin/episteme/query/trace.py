@@ -54,7 +54,17 @@ from .text import (
     word_positions,
     words,
 )
-from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier, numbers_in
+from .verify import (
+    CONTRADICTED,
+    EVIDENCE_K,
+    SUPPORTED,
+    UNSUPPORTED,
+    Verifier,
+    claim_numbers,
+    entity_key,
+    number_matches,
+    numbers_in,
+)
 
 # Bounds: the work of one trace is at most MAX_CLAIMS claims of at most MAX_CLAIM_WORDS words.
 MAX_CLAIMS = 40
@@ -405,8 +415,6 @@ class Tracer:
         """Passages containing every number of ``claim`` (FTS phrase per number), or, when no
         passage has them all, every number but one (so a claim with one wrong value still
         meets the passage that gives the others)."""
-        from .verify import claim_numbers
-
         nums = list(dict.fromkeys(n.text for n in claim_numbers(claim) if not n.word))
         if not nums:
             return []
@@ -479,8 +487,6 @@ class Tracer:
             self._table_texts[sid] = text
         if values is not None:
             # read the page only for a table that states one of the claim's values
-            from .verify import number_matches
-
             nums = numbers_in(text, evidence=True)
             if not any(number_matches(v, en) for v in values for en in nums):
                 return None
@@ -501,8 +507,6 @@ class Tracer:
     def names_in_scope(self, name: str, papers: list[str] | None) -> bool:
         """Whether any passage of ``papers`` (None = all) names ``name`` — as written, or with
         its punctuation and spaces dropped ("BERT-LARGE" = "BERTLARGE"), whole-word."""
-        from .verify import entity_key
-
         key = entity_key(name)
         if not key:
             return True
