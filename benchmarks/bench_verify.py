@@ -49,8 +49,11 @@ UNANSWERABLE = REPO / "benchmarks" / "unanswerable_questions.jsonl"
 
 from bench_trace import ensure_wiki, ensure_written_wiki, evaluate_retrieval, overlaps  # noqa: E402
 from episteme.config import load_settings  # noqa: E402
+from episteme.query import verify as _verify_mod  # noqa: E402
 from episteme.query.trace import Tracer, split_claims  # noqa: E402
 from episteme.query.verify import EVIDENCE_K, NUMBER_TOPIC_COVER, TOPIC_COVER, Verifier  # noqa: E402
+
+VerifyTuning = getattr(_verify_mod, "VerifyTuning", None)  # None in older code (--reference)
 
 FOLDS = 5
 GRID_TOPIC = (0.4, 0.5, 0.6, 0.7)
@@ -75,9 +78,12 @@ def candidates(tracer: Tracer, items: list[dict]) -> list[tuple[list[dict], floa
 def run(tracer: Tracer, items: list[dict], cands, topic: float, number: float) -> list[dict]:
     from episteme.query.trace import SUPPORT_THRESHOLD
 
-    verifier = Verifier(in_scope=lambda name: tracer.names_in_scope(name, None),
-                        threshold=SUPPORT_THRESHOLD, topic_cover=topic, number_topic_cover=number,
-                        grid_of=tracer.table_grid)
+    kw = dict(in_scope=lambda name: tracer.names_in_scope(name, None), threshold=SUPPORT_THRESHOLD,
+              grid_of=tracer.table_grid)
+    try:
+        verifier = Verifier(**kw, tuning=VerifyTuning(topic_cover=topic, number_topic_cover=number))
+    except TypeError:  # older code (--reference): the thresholds as keywords
+        verifier = Verifier(**kw, topic_cover=topic, number_topic_cover=number)
     res = []
     for it, (hits, support) in zip(items, cands, strict=True):
         v = verifier.verify(it["claim"], hits, support=support)
@@ -394,7 +400,7 @@ def self_consistency(dev_tracer: Tracer, sample: int = 300, seed: int = 7) -> di
     from collections import Counter
 
     from episteme.query.trace import SUPPORT_THRESHOLD
-    from episteme.query.verify import _sentence_spans, tabular
+    from episteme.query.verify import sentence_spans, tabular
 
     tracers = {"papers": dev_tracer}
     if MORE.is_dir():
@@ -411,7 +417,7 @@ def self_consistency(dev_tracer: Tracer, sample: int = 300, seed: int = 7) -> di
         vs = {mode: _verifier(tr, None, mode) for mode in ("checks", "shipped")}
         for pid in ids:
             p = {**ps[pid], "score": 1.0}
-            for a, b in _sentence_spans(p["text"]):
+            for a, b in sentence_spans(p["text"]):
                 sent = p["text"][a:b].strip()
                 if len(sent.split()) < 6:
                     continue

@@ -316,7 +316,7 @@ def test_every_stored_sentence_is_supported_by_its_own_passage(tracer):
     """A passage cannot contradict itself: each prose sentence of the stored Attention and GAN
     passages, verified against its own passage, is supported by the checks alone (the quote
     rule off), and traced as an answer it is supported with its own words as the quote."""
-    from episteme.query.verify import Verifier, _sentence_spans, tabular
+    from episteme.query.verify import Verifier, sentence_spans, tabular
 
     ids = [r[0] for r in tracer.store.conn.execute("SELECT id FROM passages ORDER BY id")]
     passages = tracer._passages(ids)
@@ -327,7 +327,7 @@ def test_every_stored_sentence_is_supported_by_its_own_passage(tracer):
         p = {**passages[pid], "score": 1.0}
         if p["kind"] == "table":
             continue  # table cells are read by the grid; the quote rule covers their text
-        for a, b in _sentence_spans(p["text"]):
+        for a, b in sentence_spans(p["text"]):
             sent = p["text"][a:b].strip()
             if len(sent.split()) < 6 or tabular(sent):
                 continue

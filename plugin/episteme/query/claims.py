@@ -122,7 +122,7 @@ def code_hash() -> str:
     from ..pdf import passages
     from . import claimtext, trace, verify
 
-    for path in (verify.__file__, trace.__file__, __file__, claimtext.__file__, passages.__file__):
+    for path in (*verify.source_files(), trace.__file__, __file__, claimtext.__file__, passages.__file__):
         try:
             h.update(Path(path).read_bytes())
         except OSError:

@@ -54,7 +54,17 @@ from .text import (
     word_positions,
     words,
 )
-from .verify import CONTRADICTED, EVIDENCE_K, SUPPORTED, UNSUPPORTED, Verifier, numbers_in
+from .verify import (
+    CONTRADICTED,
+    EVIDENCE_K,
+    SUPPORTED,
+    UNSUPPORTED,
+    Verifier,
+    claim_numbers,
+    entity_key,
+    number_matches,
+    numbers_in,
+)
 
 # Bounds: the work of one trace is at most MAX_CLAIMS claims of at most MAX_CLAIM_WORDS words.
 MAX_CLAIMS = 40
@@ -106,6 +116,11 @@ RUN_FULL = 6  # a shared run of this many words gets the whole run bonus
 SUPPORT_THRESHOLD = 0.68
 
 EXCLUDED_KINDS = ("references",)
+
+
+def _excluded(include_references: bool) -> tuple[str, ...]:
+    """The section kinds a search leaves out."""
+    return () if include_references else EXCLUDED_KINDS
 
 @dataclass
 class Claim:
@@ -254,8 +269,7 @@ class Tracer:
     def _signature(self) -> tuple:
         """Changes whenever a paper is ingested, re-ingested or removed (one cheap query)."""
         with self._db_lock:
-            return tuple(self.store.conn.execute(
-                "SELECT count(*), max(ingested_at), group_concat(sha256) FROM papers").fetchone())
+            return self.store.papers_signature()
 
     def reload(self, *, if_changed: bool = False) -> None:
         """Re-read what is ingested.  :meth:`trace` calls it with ``if_changed`` first, so a
@@ -265,8 +279,8 @@ class Tracer:
             return
         self._sig = sig
         with self._db_lock:
-            self._papers = {r[0]: r[1] for r in self.store.conn.execute("SELECT id, sha256 FROM papers")}
-            self._n_passages = int(self.store.conn.execute("SELECT count(*) FROM passages").fetchone()[0])
+            self._papers = self.store.paper_hashes()
+            self._n_passages = self.store.passage_count()
             self._df.clear()
             self._stacked.clear()
             self._grids.clear()  # a re-ingested paper may have other passage ids or pages
@@ -391,27 +405,14 @@ class Tracer:
         q = fts5_quote(" ".join(terms))
         if not q:
             return []
-        sql = ("SELECT p.id FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
-               "JOIN sections s ON s.section_id = p.section_id WHERE passages_fts MATCH ?")
-        args: list = [q]
-        if papers is not None:
-            sql += f" AND p.paper_id IN ({','.join('?' * len(papers))})"
-            args.extend(papers)
-        if not include_references:
-            sql += f" AND s.kind NOT IN ({','.join('?' * len(EXCLUDED_KINDS))})"
-            args.extend(EXCLUDED_KINDS)
-        sql += " ORDER BY bm25(passages_fts) LIMIT ?"
-        args.append(int(limit))
         with self._db_lock:
-            return [r[0] for r in self.store.conn.execute(sql, args)]
+            return self.store.search_passage_ids(q, papers, _excluded(include_references), limit)
 
     def _anchored(self, claim: str, papers: list[str] | None, include_references: bool,
                   limit: int = 4) -> list[str]:
         """Passages containing every number of ``claim`` (FTS phrase per number), or, when no
         passage has them all, every number but one (so a claim with one wrong value still
         meets the passage that gives the others)."""
-        from .verify import claim_numbers
-
         nums = list(dict.fromkeys(n.text for n in claim_numbers(claim) if not n.word))
         if not nums:
             return []
@@ -425,20 +426,10 @@ class Tracer:
             tries += [phrases[:i] + phrases[i + 1:] for i in range(len(phrases))]
         out: list[str] = []
         for ph in tries:
-            sql = ("SELECT p.id FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
-                   "JOIN sections s ON s.section_id = p.section_id WHERE passages_fts MATCH ?")
-            args: list = [" AND ".join(ph)]
-            if papers is not None:
-                sql += f" AND p.paper_id IN ({','.join('?' * len(papers))})"
-                args.extend(papers)
-            if not include_references:
-                sql += f" AND s.kind NOT IN ({','.join('?' * len(EXCLUDED_KINDS))})"
-                args.extend(EXCLUDED_KINDS)
-            sql += " ORDER BY bm25(passages_fts) LIMIT ?"
-            args.append(limit)
             with self._db_lock:
                 try:
-                    got = [r[0] for r in self.store.conn.execute(sql, args)]
+                    got = self.store.search_passage_ids(" AND ".join(ph), papers,
+                                                        _excluded(include_references), limit)
                 except Exception:
                     got = []
             out.extend(g for g in got if g not in out)
@@ -457,9 +448,7 @@ class Tracer:
                 n = self._df.get(q)
                 if n is None:
                     try:
-                        n = int(self.store.conn.execute(
-                            "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (q,)
-                        ).fetchone()[0])
+                        n = self.store.doc_freq(q)
                     except Exception:
                         n = 0
                     self._df[q] = n
@@ -476,16 +465,14 @@ class Tracer:
         text = self._table_texts.get(sid)
         if text is None:
             with self._db_lock:
-                row = self.store.conn.execute(
-                    "SELECT section_text FROM sections WHERE section_id = ?", (sid,)).fetchone()
-            text = row[0] if row else passage.get("text", "")
+                text = self.store.section_text(sid)
+            if text is None:
+                text = passage.get("text", "")
             if len(self._table_texts) > 2048:
                 self._table_texts.clear()
             self._table_texts[sid] = text
         if values is not None:
             # read the page only for a table that states one of the claim's values
-            from .verify import number_matches
-
             nums = numbers_in(text, evidence=True)
             if not any(number_matches(v, en) for v in values for en in nums):
                 return None
@@ -506,8 +493,6 @@ class Tracer:
     def names_in_scope(self, name: str, papers: list[str] | None) -> bool:
         """Whether any passage of ``papers`` (None = all) names ``name`` — as written, or with
         its punctuation and spaces dropped ("BERT-LARGE" = "BERTLARGE"), whole-word."""
-        from .verify import entity_key
-
         key = entity_key(name)
         if not key:
             return True
@@ -520,14 +505,9 @@ class Tracer:
                          + r"s?(?![0-9a-z])")
         # a cheap SQL filter on the first word-ish piece, then the exact check in Python
         piece = max(re.findall(r"[a-z]+|\d+", unligature(normalize(name)).lower()) or [""], key=len)
-        sql = "SELECT text FROM passages WHERE instr(lower(text), ?) > 0"
-        args: list = [piece]
-        if papers is not None:
-            sql += f" AND paper_id IN ({','.join('?' * len(papers))})"
-            args.extend(papers)
         found = False
         with self._db_lock:
-            for (text,) in self.store.conn.execute(sql, args):
+            for text in self.store.passage_texts_containing(piece, papers):
                 if pat.search(unligature(normalize(text)).lower()):
                     found = True
                     break
@@ -542,9 +522,7 @@ class Tracer:
         q = fts_quoted(" ".join(phrase))
         with self._db_lock:
             try:
-                return [r[0] for r in self.store.conn.execute(
-                    "SELECT p.text FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
-                    "WHERE passages_fts MATCH ? LIMIT ?", (q, limit))]
+                return self.store.passage_texts_matching(q, limit)
             except Exception:  # noqa: BLE001 - a phrase FTS5 cannot parse holds no passage
                 return []
 
@@ -554,27 +532,8 @@ class Tracer:
         return math.log((n + 1) / (df.get(term, 0) + 0.5))
 
     def _passages(self, ids: Sequence[str]) -> dict[str, dict]:
-        ids = list(dict.fromkeys(ids))
-        out: dict[str, dict] = {}
         with self._db_lock:
-            for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
-                marks = ",".join("?" * len(chunk))
-                for r in self.store.conn.execute(
-                    "SELECT p.id, p.paper_id, p.section_id, p.text, p.page, p.char_start, p.char_end, "
-                    "s.section_title, s.kind, CASE WHEN s.kind = 'table' AND p.char_start > 0 "
-                    "THEN substr(s.section_text, 1, p.char_start) END "
-                    "FROM passages p JOIN sections s ON s.section_id = p.section_id "
-                    f"WHERE p.id IN ({marks})", chunk,
-                ):
-                    out[r[0]] = {
-                        "id": r[0], "paper": r[1], "section_id": r[2], "text": r[3], "page": r[4],
-                        "char_start": r[5], "char_end": r[6], "section": r[7], "kind": r[8],
-                    }
-                    if r[9]:
-                        # a later chunk of a table: the caption and column header it lacks
-                        out[r[0]]["table_head"] = r[9][:6000]
-        return out
+            return self.store.passages_with_sections(ids)
 
     # -- trace ---------------------------------------------------------------------------------
 
@@ -801,15 +760,9 @@ class Tracer:
             return out
         pos = {pid: j for j, pid in enumerate(ids)}
         with self._db_lock:
-            for start in range(0, len(ids), 500):
-                chunk = list(ids[start:start + 500])
-                marks = ",".join("?" * len(chunk))
-                for pid, sc in self.store.conn.execute(
-                    "SELECT p.id, -bm25(passages_fts) FROM passages_fts JOIN passages p ON "
-                    f"p.pk = passages_fts.rowid WHERE passages_fts MATCH ? AND p.id IN ({marks})",
-                    [q, *chunk],
-                ):
-                    out[pos[pid]] = float(sc)
+            scores = self.store.passage_bm25(q, ids)
+        for pid, sc in scores.items():
+            out[pos[pid]] = sc
         return out
 
     def rank_claims(self, claims: Sequence[str], papers: list[str] | None, *,

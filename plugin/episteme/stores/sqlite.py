@@ -536,6 +536,104 @@ class Store:
         return out
 
 
+    # -- the tracer's reads (query.trace): its SQL lives here ---------------------------------
+
+    def papers_signature(self) -> tuple:
+        """Changes whenever a paper is ingested, re-ingested or removed (one cheap query)."""
+        return tuple(self.conn.execute(
+            "SELECT count(*), max(ingested_at), group_concat(sha256) FROM papers").fetchone())
+
+    def paper_hashes(self) -> dict[str, str]:
+        """Paper id -> the sha256 of its PDF."""
+        return {r[0]: r[1] for r in self.conn.execute("SELECT id, sha256 FROM papers")}
+
+    def passage_count(self) -> int:
+        return int(self.conn.execute("SELECT count(*) FROM passages").fetchone()[0])
+
+    def search_passage_ids(self, fts_query: str, paper_ids: Sequence[str] | None,
+                           exclude_kinds: Sequence[str], limit: int) -> list[str]:
+        """Passage ids matching the FTS5 query ``fts_query`` (already safe: built by
+        :func:`fts5_quote` or of quoted phrases), best BM25 first, in ``paper_ids`` (None = all),
+        outside sections of ``exclude_kinds``.  FTS5 errors propagate."""
+        sql = ("SELECT p.id FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
+               "JOIN sections s ON s.section_id = p.section_id WHERE passages_fts MATCH ?")
+        args: list = [fts_query]
+        if paper_ids is not None:
+            sql += f" AND p.paper_id IN ({','.join('?' * len(paper_ids))})"
+            args.extend(paper_ids)
+        if exclude_kinds:
+            sql += f" AND s.kind NOT IN ({','.join('?' * len(exclude_kinds))})"
+            args.extend(exclude_kinds)
+        sql += " ORDER BY bm25(passages_fts) LIMIT ?"
+        args.append(int(limit))
+        return [r[0] for r in self.conn.execute(sql, args)]
+
+    def passage_bm25(self, fts_query: str, ids: Sequence[str]) -> dict[str, float]:
+        """``-bm25`` of ``fts_query`` for each passage of ``ids`` it matches (higher is better)."""
+        out: dict[str, float] = {}
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            for pid, sc in self.conn.execute(
+                "SELECT p.id, -bm25(passages_fts) FROM passages_fts JOIN passages p ON "
+                f"p.pk = passages_fts.rowid WHERE passages_fts MATCH ? AND p.id IN ({marks})",
+                [fts_query, *chunk],
+            ):
+                out[pid] = float(sc)
+        return out
+
+    def doc_freq(self, fts_query: str) -> int:
+        """How many passages match ``fts_query`` (FTS5 errors propagate)."""
+        return int(self.conn.execute(
+            "SELECT count(*) FROM passages_fts WHERE passages_fts MATCH ?", (fts_query,)).fetchone()[0])
+
+    def section_text(self, section_id: str) -> str | None:
+        row = self.conn.execute(
+            "SELECT section_text FROM sections WHERE section_id = ?", (section_id,)).fetchone()
+        return row[0] if row else None
+
+    def passage_texts_containing(self, piece: str, paper_ids: Sequence[str] | None) -> Iterator[str]:
+        """Texts of the passages whose lower-cased text contains ``piece`` (a cheap filter;
+        callers check the exact form themselves)."""
+        sql = "SELECT text FROM passages WHERE instr(lower(text), ?) > 0"
+        args: list = [piece]
+        if paper_ids is not None:
+            sql += f" AND paper_id IN ({','.join('?' * len(paper_ids))})"
+            args.extend(paper_ids)
+        for (text,) in self.conn.execute(sql, args):
+            yield text
+
+    def passage_texts_matching(self, fts_query: str, limit: int) -> list[str]:
+        """Texts of (up to ``limit``) passages matching ``fts_query`` (FTS5 errors propagate)."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT p.text FROM passages_fts JOIN passages p ON p.pk = passages_fts.rowid "
+            "WHERE passages_fts MATCH ? LIMIT ?", (fts_query, limit))]
+
+    def passages_with_sections(self, ids: Iterable[str]) -> dict[str, dict]:
+        """Passages by id with their section's title and kind, as the tracer reads them; a later
+        chunk of a table also gets ``table_head``: its section's text before it (the caption and
+        column header it lacks, at most 6,000 characters)."""
+        ids = list(dict.fromkeys(ids))
+        out: dict[str, dict] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            for r in self.conn.execute(
+                "SELECT p.id, p.paper_id, p.section_id, p.text, p.page, p.char_start, p.char_end, "
+                "s.section_title, s.kind, CASE WHEN s.kind = 'table' AND p.char_start > 0 "
+                "THEN substr(s.section_text, 1, p.char_start) END "
+                "FROM passages p JOIN sections s ON s.section_id = p.section_id "
+                f"WHERE p.id IN ({marks})", chunk,
+            ):
+                out[r[0]] = {
+                    "id": r[0], "paper": r[1], "section_id": r[2], "text": r[3], "page": r[4],
+                    "char_start": r[5], "char_end": r[6], "section": r[7], "kind": r[8],
+                }
+                if r[9]:
+                    out[r[0]]["table_head"] = r[9][:6000]
+        return out
+
+
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 
