@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..cliutil import ArgumentParser, format_is_json, run_main
+from ..query.compact import add_output_options, emit_compact
 from ._stores import add_store_options, settings_from_args
 
 
@@ -32,6 +33,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--format", choices=["json", "text"], default="json")
     p.add_argument("--render", default=None, metavar="DIR",
                    help="write one PNG per source (its page, the quote highlighted) into DIR")
+    add_output_options(p)
     add_store_options(p)
     return p
 
@@ -84,7 +86,8 @@ def main(argv: list[str] | None = None) -> int:
                 raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
         from .show import emit_sourced
 
-        emit_sourced(tracer.settings, result, fmt=args.format, render=args.render, text=format_trace_text)
+        if not emit_compact(tracer.settings, result, args, kind="trace"):
+            emit_sourced(tracer.settings, result, fmt=args.format, render=args.render, text=format_trace_text)
         return 0
 
     return run_main(body, json_errors=lambda: format_is_json(argv, default=True))
