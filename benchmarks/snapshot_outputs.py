@@ -100,18 +100,21 @@ def main() -> int:
         save("wiki-files.txt", blob)
         for pdf in papers[:2]:
             save(f"plan-{pdf.stem}.txt", run(tree, ["plan", pdf.name], wiki))
+        # trace and chat print a compact form by default since issue 34; the full result (what
+        # the base snapshot holds) is asked for with --full where the tree knows the flag
+        full = ["--full"] if (tree / "plugin/episteme/query/compact.py").is_file() else []
         qs = trace_items if not args.quick else trace_items[:8]
         for t in qs[: 12 if args.quick else 20]:
             save(f"retrieve-{t['id']}.txt", run(tree, ["retrieve", t["question"]], wiki))
-            save(f"chat-{t['id']}.txt", run(tree, ["chat", t["question"], "--mode", "offline"], wiki))
+            save(f"chat-{t['id']}.txt", run(tree, ["chat", t["question"], "--mode", "offline", *full], wiki))
         for t in qs:
             if t.get("answer"):
                 save(f"trace-{t['id']}.txt", run(tree, ["trace", "--answer", t["answer"],
-                                                        "--verifier", "offline"], wiki))
+                                                        "--verifier", "offline", *full], wiki))
         for i in range(0, len(verify_items), 6):
             claims = " ".join(v["claim"] for v in verify_items[i:i + 6])
             save(f"verify-{i:03d}.txt", run(tree, ["trace", "--answer", claims, "--verifier",
-                                                  "offline", "--papers",
+                                                  "offline", *full, "--papers",
                                                   ",".join(sorted({p.name for p in papers}))], wiki))
         for v in verify_items[: 20 if args.quick else 90]:
             save(f"claim-{v['id']}.txt", run(tree, ["trace", "--answer", v["claim"], "--verifier",

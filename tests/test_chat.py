@@ -140,9 +140,43 @@ def test_chat_command(engine, capsys):
 
     eng, ids = engine
     wiki = str(eng.settings.wiki)
-    assert main(["How is the GAN generator trained?", "--wiki", wiki, "--k", "2", "--mode", "offline"]) == 0
+    q = "How is the GAN generator trained?"
+    assert main([q, "--wiki", wiki, "--k", "2", "--mode", "offline", "--full"]) == 0
+    full = json.loads(capsys.readouterr().out)
+    assert {"answer", "wiki_sections_used", "sources", "unsupported_claims"} <= set(full)
+    assert ids["minimax"] in full["wiki_sections_used"]
+    # by default the compact form: per claim the verdict, the reason and the best quote only
+    assert main([q, "--wiki", wiki, "--k", "2", "--mode", "offline"]) == 0
     out = json.loads(capsys.readouterr().out)
-    assert {"answer", "wiki_sections_used", "sources", "unsupported_claims"} <= set(out)
-    assert ids["minimax"] in out["wiki_sections_used"]
+    assert out["answer"] == full["answer"] and out["wiki_sections_used"] == full["wiki_sections_used"]
+    assert "sources" not in out and "citations" not in out
+    assert [c["claim"] for c in out["claims"]] == [c["claim"] for c in full["claims"]]
+    for c, f in zip(out["claims"], full["claims"], strict=True):
+        assert set(c) <= {"claim", "verdict", "reason", "quote", "closest"}
+        assert c["verdict"] == f["verdict"] and c["reason"] == f["reason"]["text"]
+        q_ = c.get("quote") or c["closest"]
+        assert set(q_) == {"paper", "section", "page", "text"} and q_["paper"] == GAN
+    assert out["counts"]["supported"] == sum(c["verdict"] == "supported" for c in out["claims"])
+    # --boxes: the best quote's highlight boxes too
+    assert main([q, "--wiki", wiki, "--k", "2", "--mode", "offline", "--boxes"]) == 0
+    boxed = json.loads(capsys.readouterr().out)
+    assert all(isinstance((c.get("quote") or c["closest"])["boxes"], list) for c in boxed["claims"])
+    assert any((c.get("quote") or c["closest"])["boxes"] for c in boxed["claims"])
     assert main(["", "--wiki", wiki]) == 2
     assert "empty" in capsys.readouterr().err
+
+
+def test_a_not_covered_answer_lists_no_wiki_sections_used():
+    """An answer that says the wiki does not cover the question names the closest topics, not
+    "Wiki sections used" (the offline answerer abstains with the retrieved sections at hand)."""
+    for result in (
+            {"answer": "The wiki does not cover this question. Closest topics in the wiki: X (x.md).",
+             "wiki_sections_used": ["sec_001", "sec_002"], "sources": [], "claims": [],
+             "abstained": True, "mode": "offline", "note": "nothing to trace"},
+            {"answer": "The wiki does not cover this question.", "wiki_sections_used": [],
+             "sources": [], "claims": [], "abstained": True, "mode": "not_covered"}):
+        text = format_chat_text(result)
+        assert text.startswith("The wiki does not cover") and "Wiki sections used" not in text
+    covered = {"answer": "A claim [sec_001].", "wiki_sections_used": ["sec_001"], "sources": [],
+               "claims": [], "mode": "offline"}
+    assert "Wiki sections used: sec_001" in format_chat_text(covered)

@@ -78,8 +78,9 @@ def test_mcp_tools_over_stdio_with_the_sdk_client(papers_dir, tmp_path):
     assert out["write"]["status"] == "written" and len(out["write"]["created"]) == 2
     assert out["bad"][0] is True and "nope.pdf" in out["bad"][1]
     chat = out["chat"]
-    assert chat["answer"] and chat["sources"], chat
-    assert all(src["paper"] == GAN for src in chat["sources"])
+    assert chat["answer"] and chat["claims"], chat  # the compact form: a best quote per claim
+    assert "sources" not in chat
+    assert all(q["paper"] == GAN for c in chat["claims"] if (q := c.get("quote") or c.get("closest")))
     assert out["graph"]["pages"] == 2 and out["graph"]["edges"] >= 2
     assert out["lint"]["summary"]["errors"] == 0, out["lint"]
     assert out["unknown"][0] is True and "no-such-page" in out["unknown"][1]

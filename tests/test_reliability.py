@@ -359,7 +359,7 @@ def test_rebuild_recovers_from_a_damaged_store_and_errors_name_it(how, crash_tem
     out = json.loads(proc.stdout)
     assert sorted(p["paper"] for p in out["papers"]) == ["other.pdf", "tides.pdf"]
     assert stores_agree(s) == []
-    chat = cli("chat", "What is the kernel budget?", "--wiki", str(wiki))
+    chat = cli("chat", "What is the kernel budget?", "--wiki", str(wiki), "--full")
     assert chat.returncode == 0, chat.stderr[-2000:]
     assert json.loads(chat.stdout)["sources"]
 

@@ -74,6 +74,31 @@ def test_command_json_and_text(wiki, capsys):
     assert f"[{ids['Residual connections']}] Residual connections" in text and "resnet.pdf" in text
 
 
+def test_a_hits_sibling_section_on_its_page_comes_with_it(wiki, embedder):
+    """The section beside a hit, on the same page and relevant to the question itself, is
+    returned as a sibling (the answer often sits next to the section that ranked); a section of
+    another page that ranked as close is not, nor is anything for an uncovered question."""
+    root, ids = wiki
+    r = Retriever(wiki_settings(root), embedder)
+    q = "How long did the big Transformer train, and why are its attention dot products scaled?"
+    res = r.retrieve(q, k=1)
+    hit = res["sections"][0]
+    assert hit["page"] == "transformer.md" and res["covered"]
+    other = ({ids["Scaled dot-product attention"], ids["Training cost of the big model"]}
+             - {hit["id"]})
+    assert [s["id"] for s in res["siblings"]] == list(other)
+    sib = res["siblings"][0]
+    assert sib["sibling_of"] == hit["id"] and sib["page"] == "transformer.md"
+    assert sib["relevance"] >= 0.5 and sib["sources"] == ["attention.pdf"]
+    text = format_retrieve_text(res)
+    assert f"[{sib['id']}]" in text and f"beside {hit['id']}" in text
+    # a single-section page has no sibling; the relevance floor is the tuning's
+    assert "siblings" not in r.retrieve("minimax game between generator and discriminator", k=1)
+    strict = Retriever(wiki_settings(root), embedder, index=r.index,
+                       tuning=replace(r.tuning, max_siblings=0))
+    assert "siblings" not in strict.retrieve(q, k=1, refresh=False)
+
+
 def test_format_text_cuts_long_text():
     res = {"question": "q", "sections": [{"id": "sec_001", "title": "T", "page": "p.md", "sources": [],
                                            "score": 0.5, "description": "", "text": "word " * 500}]}

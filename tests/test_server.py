@@ -349,7 +349,7 @@ def test_chat_answers_with_traced_sources_like_the_cli(live):
 
     # the command line gives the same answer and the same sources (one implementation)
     proc = subprocess.run([sys.executable, "-m", "episteme.cli", "chat", q, "--wiki",
-                           str(live.settings.wiki), "--no-progress"],
+                           str(live.settings.wiki), "--no-progress", "--full"],
                           capture_output=True, text=True, timeout=300,
                           env={k: v for k, v in os.environ.items() if k != "WIKI_PATH"})
     assert proc.returncode == 0, proc.stderr

@@ -206,7 +206,7 @@ def _run(args: list[str], stdin: str | None = None) -> subprocess.CompletedProce
 def test_script_reads_stdin_and_is_fast_enough_cold(ingested_wiki):
     _run(["--wiki", str(ingested_wiki), "--answer", GAN_CLAIM])  # builds the vector cache
     t = time.perf_counter()
-    proc = _run(["--wiki", str(ingested_wiki), "--answer", "-"], stdin=SCALING + " " + GAN_CLAIM)
+    proc = _run(["--wiki", str(ingested_wiki), "--answer", "-", "--full"], stdin=SCALING + " " + GAN_CLAIM)
     elapsed = time.perf_counter() - t
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 from ..cliutil import ArgumentParser, format_is_json, run_main
+from ..query.compact import add_output_options, emit_compact
 from ._stores import add_model_options, add_store_options, settings_from_args
 
 
@@ -33,6 +34,7 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--format", choices=["json", "text"], default="json")
     p.add_argument("--render", default=None, metavar="DIR",
                    help="write one PNG per source (its page, the quote highlighted) into DIR")
+    add_output_options(p)
     add_store_options(p)
     add_model_options(p)
     return p
@@ -87,7 +89,8 @@ def main(argv: list[str] | None = None) -> int:
                                  "or LLM_PROVIDER=openai with LLM_BASE_URL and LLM_MODEL")
         from .show import emit_sourced
 
-        emit_sourced(tracer.settings, result, fmt=args.format, render=args.render, text=format_trace_text)
+        if not emit_compact(tracer.settings, result, args, kind="trace"):
+            emit_sourced(tracer.settings, result, fmt=args.format, render=args.render, text=format_trace_text)
         return 0
 
     return run_main(body, json_errors=lambda: format_is_json(argv, default=True))

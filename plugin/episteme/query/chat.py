@@ -340,5 +340,7 @@ def format_chat_text(result: ChatResult) -> str:
     for key in ("note", "warning", "trace_error"):
         if result.get(key):
             lines.append(f"{key}: {result[key]}")
-    lines.append(f"Wiki sections used: {', '.join(result.get('wiki_sections_used', []))}")
+    if result.get("wiki_sections_used") and not result.get("abstained"):
+        # an answer that says the wiki does not cover the question used no section
+        lines.append(f"Wiki sections used: {', '.join(result['wiki_sections_used'])}")
     return "\n".join(lines) + "\n"

@@ -40,6 +40,13 @@ class RetrievalTuning:
     #: the cosine part: (cosine - cos_floor) / cos_span, clipped to 0..1 (hand-set)
     cos_floor: float = 0.15
     cos_span: float = 0.5
+    #: Sibling sections: a section on the page of one of the ``k`` hits, ranked within the
+    #: next ``sibling_depth`` of the same search and itself relevant (``covered_threshold``),
+    #: is returned beside the hits (at most ``max_siblings``): the answer often sits in the
+    #: section next to the one that ranked (issue 34; measured with bench_trace's retrieval
+    #: questions, benchmarks/RESULTS-trace.md)
+    sibling_depth: int = 5
+    max_siblings: int = 3
 
 
 DEFAULT_TUNING = RetrievalTuning()
@@ -85,25 +92,34 @@ class Retriever:
                 f"the wiki at {self.settings.wiki} has no sections yet: ingest papers with "
                 "`episteme ingest PAPER.pdf --write` (or let the agent write them) first"
             )
-        hits = self.index.search(question[:MAX_QUESTION_CHARS], k=int(k))
+        ranked = self.index.search(question[:MAX_QUESTION_CHARS], k=int(k),
+                                   extra=self.tuning.sibling_depth)
+        hits, after = ranked[:int(k)], ranked[int(k):]
         rel = self.relevance(question[:MAX_QUESTION_CHARS], hits)
-        sections = []
-        for h, r in zip(hits, rel, strict=True):
-            sections.append({
-                "id": h["id"],
-                "page": h["page"],
-                "title": h["title"],
-                "heading": h["title"],
-                "description": h["description"],
-                "text": h["text"],
-                "score": h["score"],
-                "relevance": r,
-                "sources": h["sources"],
-            })
+        sections = [_section(h, r) for h, r in zip(hits, rel, strict=True)]
         covered = any(r >= self.tuning.covered_threshold for r in rel)
         out = {"question": question, "sections": sections, "covered": covered, "index": stats}
         if not covered:
             out["closest_topics"] = list(dict.fromkeys(s["title"] for s in sections))[:3]
+        siblings = self._siblings(question[:MAX_QUESTION_CHARS], hits, after) if covered else []
+        if siblings:
+            out["siblings"] = siblings
+        return out
+
+    def _siblings(self, question: str, hits: list[dict], after: list[dict]) -> list[dict]:
+        """Sections of the hits' pages that ranked just after the hits and are relevant
+        themselves (:class:`RetrievalTuning`'s ``sibling_depth``, ``max_siblings``), each with
+        ``sibling_of``: the best hit on its page."""
+        first_on: dict[str, str] = {}
+        for h in hits:
+            first_on.setdefault(h["page"], h["id"])
+        cands = [h for h in after if h["page"] in first_on]
+        if not cands:
+            return []
+        out = []
+        for h, r in zip(cands, self.relevance(question, cands), strict=True):
+            if r >= self.tuning.covered_threshold and len(out) < self.tuning.max_siblings:
+                out.append({**_section(h, r), "sibling_of": first_on[h["page"]]})
         return out
 
     def relevance(self, question: str, hits: list[dict]) -> list[float]:
@@ -167,6 +183,13 @@ class Retriever:
         return out
 
 
+def _section(h: dict, relevance: float) -> dict:
+    """One retrieved section as ``retrieve`` prints it."""
+    return {"id": h["id"], "page": h["page"], "title": h["title"], "heading": h["title"],
+            "description": h["description"], "text": h["text"], "score": h["score"],
+            "relevance": relevance, "sources": h["sources"]}
+
+
 def _initials(acronym: str):
     """A pattern for words whose initials spell ``acronym`` (a plural "s" ending allowed)."""
     import re
@@ -214,5 +237,9 @@ def format_retrieve_text(result: dict, width: int = 300) -> str:
         lines.append(f"{i}. [{s['id']}] {s['title']}  ({s['page']}; {src}; score {s['score']:.4f})")
         if s["description"]:
             lines.append(f"   {s['description']}")
+        lines.append(f"   > {quote(s['text'], width)}")
+    for s in result.get("siblings") or []:
+        lines.append(f"+  [{s['id']}] {s['title']}  ({s['page']}; beside {s['sibling_of']}; "
+                     f"relevance {s['relevance']:.2f})")
         lines.append(f"   > {quote(s['text'], width)}")
     return "\n".join(lines) + "\n"

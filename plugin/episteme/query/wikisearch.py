@@ -487,10 +487,13 @@ class WikiSectionIndex:
                 best[sid] = h["similarity"]
         return sorted(best.items(), key=lambda kv: -kv[1])[:n]
 
-    def search(self, text: str, k: int = 8, *, exclude_ids: Iterable[str] = ()) -> list[dict]:
+    def search(self, text: str, k: int = 8, *, exclude_ids: Iterable[str] = (),
+               extra: int = 0) -> list[dict]:
         """The ``k`` sections most relevant to ``text``: dicts with ``id, page, title,
         description, text, score, sources`` (plus ``lexical_rank`` / ``semantic_rank`` /
-        ``similarity``), best first.  ``score`` is the reciprocal-rank-fusion score."""
+        ``similarity``), best first.  ``score`` is the reciprocal-rank-fusion score.
+        ``extra``: that many more of the ranking after the ``k`` (the first ``k`` are the same
+        as without: the candidate pool is sized by ``k``)."""
         if not self._refreshed:
             self.refresh()
         if k <= 0 or not (text or "").strip():
@@ -503,7 +506,7 @@ class WikiSectionIndex:
         for ranking in (lex, sem):
             for rank, (sid, _s) in enumerate(ranking):
                 fused[sid] = fused.get(sid, 0.0) + 1.0 / (RRF_K + rank + 1)
-        order = sorted(fused, key=lambda sid: -fused[sid])[:k]
+        order = sorted(fused, key=lambda sid: -fused[sid])[:k + max(0, extra)]
         rows = self.get(order)
         lex_rank = {sid: i + 1 for i, (sid, _s) in enumerate(lex)}
         sem_rank = {sid: i + 1 for i, (sid, _s) in enumerate(sem)}
@@ -545,3 +548,17 @@ def _row_dict(r: sqlite3.Row) -> dict:
         "text": r["text"],
         "sources": json.loads(r["sources"] or "[]"),
     }
+
+
+def refresh_after_write(settings, embedder=None) -> dict | None:
+    """Bring the wiki-section index up to date right after pages were written, so the first
+    question on a freshly written wiki is as fast as the next (issue 34: the first ``retrieve``
+    otherwise parses and embeds every section written since).  The writer calls it with its
+    warm embedder.  Never fails the write: ``None`` when the index cannot be built here (the
+    embedding model not installed, the data folder not writable, a damaged index: the next
+    query then refreshes, as before)."""
+    try:
+        with WikiSectionIndex(settings, embedder) as index:
+            return index.refresh()
+    except (EpistemeError, ImportError, OSError, sqlite3.Error):
+        return None
