@@ -4,7 +4,7 @@ committed.
 Why it is shaped like this:
 
 - **The same commit as a single ingest.**  Every paper goes through
-  :func:`episteme.ingest.pipeline._commit` -- its own journal, its own SQLite transaction --
+  :func:`episteme.ingest.commit.commit_paper` -- its own journal, its own SQLite transaction --
   so a batch killed at any point leaves every paper either fully in or fully out, and the
   next run (any ingest, remove or rebuild) rolls the interrupted one forward or back.  Re-run
   the same command to finish: what is in already is skipped by content hash (``unchanged``).
@@ -12,7 +12,7 @@ Why it is shaped like this:
   (``concurrent.futures.ProcessPoolExecutor`` with the ``spawn`` start method: macOS and
   Windows have no usable ``fork``): splitting the PDF and, with the packaged ONNX model,
   chunking and embedding its passages and its sentences on a thread of the worker's own
-  (:func:`_prepare_job`; embedding is most of an ingest's CPU).  The parent alone writes the
+  (:func:`prepare_job`; embedding is most of an ingest's CPU).  The parent alone writes the
   stores, under the wiki lock.  With another embedder (or ``--jobs 1``) the workers only
   split, and the parent embeds the passages of every paper that finished splitting in one
   call.
@@ -33,6 +33,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import EpistemeError
+from ..fsutil import wiki_lock
+from .commit import commit_paper, is_unchanged, paper_json, pending_journal, reconcile, stale_temps
+from .ids import choose_id, read_pdf, sha256_bytes
+from .prepare import Prepared, prepare_split, tmp_dir
+from .workers import InlinePool, default_jobs, prepare_job, split_job, worker_init, worker_model
 
 EMBED_GROUP_PASSAGES = 2048  # embed at most this many passages in one call (memory bound)
 
@@ -90,116 +95,6 @@ def find_pdfs(paths: Iterable[str | os.PathLike], *, exclude: Path | None = None
     return out, errors
 
 
-# ------------------------------------------------------------------------ the worker process
-
-
-def _worker_init() -> None:
-    """Set a worker up: Ctrl-C is the parent's to handle (it stops the batch and cleans up);
-    anything a worker prints goes to stderr (stdout is the parent's JSON); and the worker exits
-    as soon as the parent is gone (killed, crashed): its queues never tell it, so an orphan
-    would otherwise wait forever, holding the terminal's pipes open."""
-    import multiprocessing
-    import signal
-    import threading
-
-    with contextlib.suppress(ValueError, OSError):
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        sys.stdout.flush()
-        os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    parent = multiprocessing.parent_process()
-    if parent is not None:
-        def watch() -> None:
-            parent.join()  # returns when the parent process ends (a portable sentinel wait)
-            os._exit(1)
-
-        threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def _outcome(work) -> tuple:
-    """``("ok", work(), seconds)``, or ``("error", message, kind)`` when it raises.  Errors
-    travel as strings: an exception class with a custom ``__init__`` does not unpickle."""
-    started = time.monotonic()
-    try:
-        result = work()
-    except EpistemeError as e:
-        return ("error", e.message, getattr(e, "kind", None))
-    except Exception as e:  # noqa: BLE001 - a pypdf crash on one file must not end the batch
-        return ("error", f"{type(e).__name__}: {e}", "corrupt")
-    return ("ok", result, time.monotonic() - started)
-
-
-def _split_job(pdf: str, use_outline: bool, max_pages, max_bytes) -> tuple:
-    """Runs in a worker: ``("ok", SplitResult, seconds)`` or ``("error", message, kind)``."""
-    from .pipeline import split_paper
-
-    return _outcome(lambda: split_paper(Path(pdf), use_outline=use_outline, max_pages=max_pages,
-                                        max_bytes=max_bytes))
-
-
-_WORKER_EMBEDDERS: dict = {}  # a worker process's embedder, loaded by its first paper
-
-
-def _prepare_job(pdf: str, paper_id: str, sha: str | None, use_outline: bool, max_pages,
-                 max_bytes, model: str, threads: int) -> tuple:
-    """Runs in a worker: the whole slow part of one paper's ingest -- split, chunk, and embed
-    its passages and its sentences (:mod:`episteme.ingest.sentences`) with the worker's own
-    ``threads``-thread copy of the model -- so the parent only commits.  ``("ok", Prepared,
-    seconds)`` or ``("error", message, kind)``; ``sha`` None: hashed here from ``pdf``.
-
-    Why here and not in the parent: embedding is ~85% of a batch's CPU (sentences alone ~40%
-    of it).  In the parent it ran serially beside the splitters on 2 onnxruntime threads;
-    here every core embeds a paper on one thread of its own, with no per-operator hand-off
-    between threads, and a core is never idle while the parent waits for a split."""
-    from .pipeline import prepare_split, sha256_bytes, split_paper
-
-    def work():
-        res = split_paper(Path(pdf), use_outline=use_outline, max_pages=max_pages,
-                          max_bytes=max_bytes)
-        emb = _WORKER_EMBEDDERS.get(model)
-        if emb is None:
-            from ..stores.embedding import OnnxEmbedder
-
-            emb = _WORKER_EMBEDDERS[model] = OnnxEmbedder(name=model, threads=threads)
-        digest = sha if sha is not None else sha256_bytes(Path(pdf).read_bytes())
-        prepared = prepare_split(paper_id, res, digest, emb)
-        prepared.embeddings = emb.encode(prepared.documents, batch_size=32, progress=False)
-        return prepared
-
-    return _outcome(work)
-
-
-def worker_model(embedder, jobs: int) -> tuple[str, int] | None:
-    """``(model name, threads per worker)`` when ``jobs`` worker processes can embed for the
-    parent: its embedder is the packaged ONNX model (a worker loads its own copy in ~0.3 s;
-    any other embedder -- sentence-transformers, a test's wrapper, the server's progress
-    counter -- stays in the parent, which then embeds as before).  None otherwise."""
-    from ..stores.embedding import OnnxEmbedder, usable_cores
-
-    if jobs <= 1 or type(embedder) is not OnnxEmbedder:
-        return None
-    return embedder.name, max(1, usable_cores() // jobs)
-
-
-class _InlinePool:
-    """``--jobs 1``: the same interface as the process pool, splitting in this process."""
-
-    def submit(self, fn, *args):
-        from concurrent.futures import Future
-
-        f: Future = Future()
-        f.set_result(fn(*args))
-        return f
-
-    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
-        pass
-
-
-def default_jobs() -> int:
-    """Worker processes for splitting: one per core (the parent's embedding overlaps them)."""
-    return max(1, min(os.cpu_count() or 1, 8))
-
-
 # ----------------------------------------------------------------------------------- batch
 
 
@@ -216,8 +111,6 @@ def ingest_batch(settings, paths: Iterable[str | os.PathLike], *, jobs: int | No
     ``names`` maps a path to the name its paper id derives from (else the file name).
     ``after_commit(row)`` runs after each paper is stored, outside the lock (``--write``); what
     it returns is merged into that paper's row.  ``files`` skips the folder walk."""
-    from .pipeline import reconcile, sha256_bytes
-
     started = time.monotonic()
     metadata = metadata or {}
     names = names or {}
@@ -225,10 +118,8 @@ def ingest_batch(settings, paths: Iterable[str | os.PathLike], *, jobs: int | No
         files, missing = find_pdfs(paths, exclude=settings.wiki)
     else:
         missing = []
-    from .pipeline import _locked, _stale_temps, pending_journal
-
-    if pending_journal(settings) is not None or _stale_temps(settings):
-        with _locked(settings):
+    if pending_journal(settings) is not None or stale_temps(settings):
+        with wiki_lock(settings.wiki):
             reconcile(settings)
     items = _plan(settings, files, names, metadata, force, sha256_bytes)
     todo = [it for it in items if it.status == "pending"]
@@ -295,8 +186,6 @@ def _plan(settings, files: list[Path], names: dict, metadata: dict, force: bool,
     different files of one batch that would share an id (``a/paper.pdf``, ``b/paper.pdf``) do
     not: the later one (in path order, so a re-run agrees) is named ``<folder>-<name>``."""
     from ..stores.sqlite import open_store
-    from .pipeline import _choose_id, _read_pdf, paper_json
-
     store = None
     if settings.sqlite_path.exists():
         with contextlib.suppress(EpistemeError):
@@ -304,7 +193,7 @@ def _plan(settings, files: list[Path], names: dict, metadata: dict, force: bool,
     try:
         stored_sha: dict[str, str] = {}
         if store is not None:
-            for pid, sha in store.conn.execute("SELECT id, sha256 FROM papers"):
+            for pid, sha in store.paper_hashes().items():
                 stored_sha.setdefault(sha, pid)
         claimed: dict[str, Path] = {}
         seen_sha: dict[str, str] = {}
@@ -314,14 +203,14 @@ def _plan(settings, files: list[Path], names: dict, metadata: dict, force: bool,
                            meta=metadata.get(str(path)))
             items.append(it)
             try:
-                it.sha = sha256_bytes(_read_pdf(path, settings.max_pdf_bytes))
+                it.sha = sha256_bytes(read_pdf(path, settings.max_pdf_bytes))
             except EpistemeError as e:
                 it.status, it.error, it.kind = "failed", e.message, getattr(e, "kind", None)
                 continue
-            pid = _choose_id(settings, it.given, store)
+            pid = choose_id(settings, it.given, store)
             if pid.lower() in claimed and claimed[pid.lower()] != path:
                 it.given = f"{path.parent.name}-{it.given}"
-                pid = _choose_id(settings, it.given, store)
+                pid = choose_id(settings, it.given, store)
             claimed[pid.lower()] = path
             it.paper_id = pid
             row = store.paper(pid) if store is not None else None
@@ -370,10 +259,10 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
 
-        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=_worker_init,
+        pool = ProcessPoolExecutor(max_workers=min(jobs, len(todo)), initializer=worker_init,
                                    mp_context=multiprocessing.get_context("spawn"))
     else:
-        pool = _InlinePool()
+        pool = InlinePool()
     queue = list(todo)
     inflight: dict = {}
     window = jobs + 2
@@ -384,9 +273,9 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
                 if _stage(settings, it):
                     it.started = time.monotonic()
                     args = (use_outline, settings.max_pages, settings.max_pdf_bytes)
-                    fut = (pool.submit(_prepare_job, str(it.tmp), it.paper_id, it.sha, *args,
+                    fut = (pool.submit(prepare_job, str(it.tmp), it.paper_id, it.sha, *args,
                                        *in_workers) if in_workers else
-                           pool.submit(_split_job, str(it.tmp), *args))
+                           pool.submit(split_job, str(it.tmp), *args))
                     inflight[fut] = it
                 else:
                     report(it)
@@ -417,15 +306,13 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
 def _stage(settings, it: BatchItem) -> bool:
     """Copy the file to a private temp file (what is split and then renamed into raw/), checking
     it still has the bytes that were planned; False (and the item failed) when it cannot."""
-    from .pipeline import _read_pdf, _tmp_dir, sha256_bytes
-
     try:
-        data = _read_pdf(it.path, settings.max_pdf_bytes)
+        data = read_pdf(it.path, settings.max_pdf_bytes)
     except EpistemeError as e:
         it.status, it.error, it.kind = "failed", e.message, getattr(e, "kind", None)
         return False
     it.sha = sha256_bytes(data)  # what is stored is what was read now
-    tmp = _tmp_dir(settings) / f"{it.paper_id}.{os.getpid()}.{time.time_ns()}.tmp"
+    tmp = tmp_dir(settings) / f"{it.paper_id}.{os.getpid()}.{time.time_ns()}.tmp"
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
@@ -438,11 +325,9 @@ def _stage(settings, it: BatchItem) -> bool:
 def _embed_and_commit(settings, ready: list, embedder, *, force: bool, report, counters: dict,
                       after_commit) -> None:
     """Commit the papers of ``ready`` one by one: each either prepared and embedded by a worker
-    (:func:`_prepare_job`), or split only, then chunked here and the passages of all of them
+    (:func:`prepare_job`), or split only, then chunked here and the passages of all of them
     embedded in one call."""
     import numpy as np
-
-    from .pipeline import Prepared, prepare_split
 
     prepared = []
     for it, res in ready:
@@ -503,13 +388,11 @@ def _commit_group(settings, group: list, embedder, *, force: bool) -> None:
     """Commit each paper of ``group`` (one journal each) under one taking of the wiki lock."""
     from ..stores.sqlite import open_store
     from ..stores.vectors import open_vectors
-    from .pipeline import _commit, _is_unchanged, _locked, paper_json, reconcile
-
-    with _locked(settings), open_store(settings) as store:
+    with wiki_lock(settings.wiki), open_store(settings) as store:
         reconcile(settings, store=store)
         vectors = open_vectors(settings, embedder)
         for it, p in group:
-            if not force and not it.meta and _is_unchanged(settings, it.paper_id, it.sha,
+            if not force and not it.meta and is_unchanged(settings, it.paper_id, it.sha,
                                                            store=store):
                 it.status = "unchanged"  # another process stored the same bytes meanwhile
                 it.result = paper_json(store, it.paper_id, "unchanged")
@@ -517,7 +400,7 @@ def _commit_group(settings, group: list, embedder, *, force: bool) -> None:
             existed = store.paper(it.paper_id) is not None or (
                 settings.raw_dir / it.paper_id).exists()
             try:
-                _commit(settings, store, vectors, p, it.tmp)
+                commit_paper(settings, store, vectors, p, it.tmp)
             except EpistemeError as e:
                 it.status, it.error = "failed", e.message
                 continue

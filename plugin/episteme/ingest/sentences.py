@@ -103,10 +103,7 @@ def rows_for(papers: dict[str, Sequence[tuple[str, str, str]]], embedder) -> lis
 
 def missing_papers(store, model: str) -> list[str]:
     """Papers with a section that has no sentence-vector row for ``model``."""
-    return [r[0] for r in store.conn.execute(
-        "SELECT DISTINCT s.paper_id FROM sections s LEFT JOIN sentence_vectors v "
-        "ON v.section_id = s.section_id AND v.model = ? WHERE v.section_id IS NULL "
-        "ORDER BY s.paper_id", (model,))]
+    return store.papers_without_sentence_vectors(model)
 
 
 def outdated_papers(store, model: str) -> list[str]:
@@ -117,10 +114,7 @@ def outdated_papers(store, model: str) -> list[str]:
     import numpy as np
 
     out: set[str] = set()
-    rows = store.conn.execute(
-        "SELECT s.paper_id, s.kind, s.section_text, v.spans FROM sections s JOIN sentence_vectors v "
-        "ON v.section_id = s.section_id AND v.model = ?", (model,))
-    for pid, kind, text, spans in rows:
+    for pid, kind, text, spans in store.sentence_vector_spans(model):
         if pid in out:
             continue
         want = [] if kind in SKIP_KINDS else [(a, b) for a, b, _s in section_sentences(text or "")]
@@ -138,14 +132,14 @@ def backfill(settings, *, embedder=None, progress: bool = True, papers_per_batch
     "seconds": s}``."""
     import time
 
+    from ..fsutil import wiki_lock
     from ..stores.embedding import get_embedder
     from ..stores.sqlite import open_store
-    from .pipeline import _locked
 
     t0 = time.perf_counter()
     embedder = embedder or get_embedder(settings)
     done = sentences = 0
-    with _locked(settings), open_store(settings) as store:
+    with wiki_lock(settings.wiki), open_store(settings) as store:
         todo = sorted(set(missing_papers(store, embedder.name))
                       | set(outdated_papers(store, embedder.name)))
         bar = None
@@ -155,9 +149,7 @@ def backfill(settings, *, embedder=None, progress: bool = True, papers_per_batch
             bar = tqdm(total=len(todo), desc="sentence vectors", unit="paper", file=sys.stderr)
         for i in range(0, len(todo), papers_per_batch):
             group = todo[i:i + papers_per_batch]
-            secs = {pid: [(r[0], r[1], r[2]) for r in store.conn.execute(
-                "SELECT section_id, kind, section_text FROM sections WHERE paper_id = ? "
-                "ORDER BY ord", (pid,))] for pid in group}
+            secs = {pid: store.paper_section_texts(pid) for pid in group}
             rows = rows_for(secs, embedder)
             with store.transaction():
                 store.write_sentence_vectors(rows)

@@ -23,7 +23,7 @@ def drop_stale_uploads(settings, max_age_s: float = 3600.0) -> None:
     folder = settings.data_dir / "uploads"
     if not folder.is_dir():
         return
-    from ..ingest.pipeline import _pid_alive
+    from ..fsutil import pid_alive as _pid_alive
 
     now = time.time()
     for f in folder.glob("*.pdf"):

@@ -307,6 +307,13 @@ _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def embedder_loaded() -> bool:
+    """Whether this process has loaded an embedder yet (the server's health check reports it:
+    the first question of a cold server waits for the model)."""
+    with _CACHE_LOCK:
+        return bool(_CACHE)
+
+
 def load_embedder(name: str = DEFAULT_MODEL) -> Embedder:
     """Load (once per process) the embedder for a model name."""
     with _CACHE_LOCK:

@@ -503,6 +503,41 @@ class Store:
         return [r[0] for r in self.conn.execute(
             "SELECT section_id FROM sections WHERE paper_id = ? AND kind NOT IN "
             "('references', 'front') ORDER BY ord", (paper_id,))]
+    # -- what ingest asks of the store (its SQL lives here, not in ingest/) -------------------
+
+    def paper_ids(self) -> list[str]:
+        """Every stored paper id (the ids a new paper's id must not collide with)."""
+        return [str(r[0]) for r in self.conn.execute("SELECT id FROM papers")]
+
+    def passage_counts(self, paper_id: str) -> dict[str, int]:
+        """Passages per section id of one paper (what ingest reports per section)."""
+        return {sid: int(n) for sid, n in self.conn.execute(
+            "SELECT section_id, count(*) FROM passages WHERE paper_id = ? GROUP BY section_id",
+            (paper_id,))}
+
+    def paper_section_texts(self, paper_id: str) -> list[tuple[str, str, str]]:
+        """``(section id, kind, text)`` of one paper's sections, in reading order."""
+        return [(r[0], r[1], r[2]) for r in self.conn.execute(
+            "SELECT section_id, kind, section_text FROM sections WHERE paper_id = ? ORDER BY ord",
+            (paper_id,))]
+
+    def papers_without_sentence_vectors(self, model: str) -> list[str]:
+        """Papers with a section that has no sentence-vector row for ``model``."""
+        return [r[0] for r in self.conn.execute(
+            "SELECT DISTINCT s.paper_id FROM sections s LEFT JOIN sentence_vectors v "
+            "ON v.section_id = s.section_id AND v.model = ? WHERE v.section_id IS NULL "
+            "ORDER BY s.paper_id", (model,))]
+
+    def sentence_vector_spans(self, model: str) -> Iterator[tuple[str, str, str, bytes]]:
+        """``(paper id, section kind, section text, stored spans)`` of every section with a
+        sentence-vector row for ``model`` (a backfill checks the spans are still current)."""
+        yield from self.conn.execute(
+            "SELECT s.paper_id, s.kind, s.section_text, v.spans FROM sections s JOIN sentence_vectors v "
+            "ON v.section_id = s.section_id AND v.model = ?", (model,))
+
+    def checkpoint(self) -> None:
+        """Fold the WAL into the database file and truncate it (before the file is moved)."""
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def search_passages_fts(
         self, query: str, paper_ids: Sequence[str] | None = None, limit: int = 20, *, match_all: bool = False
@@ -544,7 +579,8 @@ class Store:
             "SELECT count(*), max(ingested_at), group_concat(sha256) FROM papers").fetchone())
 
     def paper_hashes(self) -> dict[str, str]:
-        """Paper id -> the sha256 of its PDF."""
+        """Paper id -> the sha256 of its PDF (a batch finds duplicates by content; the tracer
+        notices a re-ingested paper)."""
         return {r[0]: r[1] for r in self.conn.execute("SELECT id, sha256 FROM papers")}
 
     def passage_count(self) -> int:

@@ -51,6 +51,12 @@ def _chromadb():
     return chromadb, ChromaSettings
 
 
+def preload_chromadb() -> None:
+    """Import chromadb now (~1-3 s of Python), e.g. on a side thread while a PDF is split, so
+    the first store call does not pay for it."""
+    _chromadb()
+
+
 _CLIENTS: dict[tuple, Any] = {}
 _SEEN: dict[tuple, str] = {}  # client key -> generation token the cached client has seen
 _CLIENTS_LOCK = threading.Lock()
@@ -308,7 +314,7 @@ def _migrate_plain(settings, client, name: str, new: str) -> None:
     for paper in sorted(mine & theirs):
         got = plain.get(where={"paper": paper}, include=["embeddings", "metadatas", "documents"])
         if got["ids"]:
-            _add_batches(col, got["ids"], got["embeddings"], got["metadatas"], got["documents"])
+            add_in_batches(col, got["ids"], got["embeddings"], got["metadatas"], got["documents"])
 
 
 def _own_papers(settings) -> set[str]:
@@ -395,7 +401,7 @@ class VectorStore:
         *,
         collection: str = PASSAGES,
     ) -> None:
-        _add_batches(self.collection(collection), ids, embeddings, metadatas, documents)
+        add_in_batches(self.collection(collection), ids, embeddings, metadatas, documents)
         mark_written(self.settings)
 
     def get(self, *, where: dict | None = None, ids: Sequence[str] | None = None,
@@ -466,7 +472,7 @@ class VectorStore:
             return
         embs = saved.get("embeddings")
         # straight to the collection: restoring must not depend on the add that just failed
-        _add_batches(self.collection(collection), ids, [list(v) for v in embs],
+        add_in_batches(self.collection(collection), ids, [list(v) for v in embs],
                      list(saved["metadatas"]), list(saved["documents"]))
         mark_written(self.settings)
 
@@ -479,7 +485,9 @@ class VectorStore:
         return {m.get("paper") for m in res["metadatas"] or [] if m}
 
 
-def _add_batches(col, ids, embeddings, metadatas, documents) -> None:
+def add_in_batches(col, ids, embeddings, metadatas, documents) -> None:
+    """Add rows to the Chroma collection ``col`` in chunks Chroma accepts (its max batch size);
+    also for a collection opened without binding it to a model (ingest's recovery)."""
     for start in range(0, len(ids), _BATCH):
         end = start + _BATCH
         col.add(

@@ -8,7 +8,7 @@ from typing import Any
 
 from .files import read_bytes
 from .frontmatter import body_start, frontmatter_title, page_frontmatter, strip_bom
-from .links import NO_LINKS, Link, LinkList, link_targets, scan_links
+from .links import NO_LINKS, Link, link_targets, scan_links
 
 
 class Page:
