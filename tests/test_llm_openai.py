@@ -147,6 +147,27 @@ def test_invalid_json_then_one_retry_then_a_clear_error(tmp_path, fake_openai, m
     assert "not a JSON object" in retry[-1]["content"]
 
 
+def test_server_quirks_named_tool_choice_and_max_completion_tokens(tmp_path, fake_openai):
+    """llama.cpp's server takes tool_choice auto/none/required only; OpenAI's newer models take
+    max_completion_tokens only: each refusal is answered by the other form, once, and remembered."""
+    fake_openai.enqueue(
+        error_response(400, "Invalid tool_choice: only 'auto', 'none' and 'required' are supported"),
+        tool_call_response("decide", {"action": "create", "title": "A"}),
+        error_response(400, "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                            "Use 'max_completion_tokens' instead."),
+        tool_call_response("decide", {"action": "create", "title": "B"}),
+    )
+    client = client_for(tmp_path, fake_openai)
+    assert client.complete_tool("sys", GO, DECIDE)["title"] == "A"
+    assert client.complete_tool("sys", GO, DECIDE, max_tokens=300)["title"] == "B"
+    bodies = [r.body for r in fake_openai.requests]
+    assert bodies[0]["tool_choice"] == {"type": "function", "function": {"name": "decide"}}
+    assert bodies[1]["tool_choice"] == bodies[2]["tool_choice"] == "required"
+    assert bodies[2]["max_tokens"] == 300 and "max_completion_tokens" not in bodies[2]
+    assert bodies[3]["max_completion_tokens"] == 300 and "max_tokens" not in bodies[3]
+    assert client.tool_calling is True
+
+
 def test_429_with_retry_after_then_success(tmp_path, fake_openai):
     fake_openai.enqueue(error_response(429, "rate limit reached", headers={"retry-after": "0.05"}),
                         tool_call_response("decide", {"action": "create", "title": "T"}))
@@ -256,6 +277,7 @@ def test_parse_json_object():
     assert parse_json_object('{"a": 1}') == {"a": 1}
     assert parse_json_object('```json\n{"a": [1, 2]}\n```') == {"a": [1, 2]}
     assert parse_json_object('Sure! {"a": "}"} Hope that helps.') == {"a": "}"}
+    assert parse_json_object('<think>maybe {"a": 0}? no</think>\n{"a": 2}') == {"a": 2}
     with pytest.raises(ValueError, match="not a JSON object"):
         parse_json_object("no json here")
 
@@ -322,6 +344,21 @@ def test_doctor_failure_exits_1_with_one_line_and_lists_the_servers_models(fake_
     assert r["server_models"] == sorted(fake_openai.models)
     (line,) = proc.stderr.strip().splitlines()
     assert line.startswith(f"error: the OpenAI-compatible server at {fake_openai.base_url} (model 'qwen9')")
+
+
+def test_doctor_with_claude(fake_anthropic):
+    from fake_anthropic import tool_use_response
+
+    fake_anthropic.enqueue(tool_use_response("report_status", {"ok": True}))
+    full = {k: v for k, v in os.environ.items() if not k.startswith("LLM_")}
+    full.update({"PYTHONPATH": str(REPO / "plugin"), "ANTHROPIC_API_KEY": "sk-test",
+                 "ANTHROPIC_BASE_URL": fake_anthropic.base_url})
+    proc = subprocess.run([sys.executable, "-m", "episteme.cli", "doctor"], capture_output=True, text=True,
+                          timeout=120, env=full, cwd=str(REPO))
+    assert proc.returncode == 0, proc.stderr
+    r = json.loads(proc.stdout)
+    assert (r["provider"], r["tool_calling"], r["context_tokens"]) == ("anthropic", True, 200_000)
+    assert r["label"].startswith("anthropic:claude-") and r["base_url"] == fake_anthropic.base_url
 
 
 def test_doctor_without_a_model_reports_the_offline_mode():

@@ -85,8 +85,8 @@ def main(argv: list[str] | None = None) -> int:
 
                     print(format_usage(result["llm_usage"]), file=sys.stderr)
             elif args.verifier == "claude":
-                raise UsageError("--verifier claude needs a model: an API key (LLM_API_KEY / ANTHROPIC_API_KEY) "
-                                 "or LLM_PROVIDER=openai with LLM_BASE_URL and LLM_MODEL")
+                raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY) or a "
+                                 "model server (LLM_PROVIDER=openai with LLM_BASE_URL and LLM_MODEL)")
         from .show import emit_sourced
 
         if not emit_compact(tracer.settings, result, args, kind="trace"):

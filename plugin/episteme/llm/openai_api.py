@@ -38,6 +38,7 @@ DEFAULT_OPENAI_BASE_URL = f"https://{OPENAI_API_HOST}/v1"
 NO_KEY = "no-key"
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*\s*\n?|\n?```\s*$")
 _TOOLS_REJECTED = re.compile(r"tool|function", re.IGNORECASE)
+_THINKING = re.compile(r"<think(?:ing)?>.*?</think(?:ing)?>", re.DOTALL | re.IGNORECASE)
 
 
 def _sdk():
@@ -54,7 +55,7 @@ def parse_json_object(text: str) -> Any:
     """The JSON value a plain-text reply holds: the whole text, else inside a code fence, else
     from its first ``{`` to its last ``}`` (small models wrap JSON in prose).  ``ValueError``
     when there is none."""
-    text = (text or "").strip()
+    text = _THINKING.sub("", text or "").strip()  # a reasoning model's thoughts come first
     candidates = [text, _FENCE.sub("", text).strip()]
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
@@ -111,6 +112,11 @@ class OpenAIClient(LLMClient):
             raise LLMError(f"EPISTEME_LLM_STRUCTURED must be one of {', '.join(STRUCTURED_MODES)}, "
                            f"got {self.structured!r}")
         self.tool_calling: bool | None = None
+        self._max_tokens_param = "max_tokens"
+        #: how the forced call is asked for: the named function (OpenAI, vLLM, Ollama), else
+        #: "required" (llama.cpp's server takes only auto/none/required; one tool is offered, so
+        #: it is the same request)
+        self._tool_choice: Any = None
         openai = _sdk()
         self._client = openai.OpenAI(api_key=api_key or NO_KEY, base_url=self.base_url,
                                      timeout=self.timeout, max_retries=0)
@@ -147,8 +153,21 @@ class OpenAIClient(LLMClient):
                 "output_tokens": int(getattr(usage, "completion_tokens", 0) or 0)}
 
     def _create(self, convo: list[dict[str, Any]], max_tokens: int, **params: Any) -> Any:
-        reply = self._call(lambda: self._client.chat.completions.create(
-            model=self.model, messages=convo, max_tokens=max_tokens, **params))
+        """One completion.  OpenAI's newer models refuse ``max_tokens`` (they take
+        ``max_completion_tokens``, which local servers do not know): the refusal switches this
+        client to the other name, once."""
+        def send() -> Any:
+            return self._client.chat.completions.create(
+                model=self.model, messages=convo, **{self._max_tokens_param: max_tokens}, **params)
+
+        try:
+            reply = self._call(send)
+        except LLMError as err:
+            if not (err.status == 400 and "max_completion_tokens" in err.message
+                    and self._max_tokens_param == "max_tokens"):
+                raise
+            self._max_tokens_param = "max_completion_tokens"
+            reply = self._call(send)
         if not getattr(reply, "choices", None):
             raise LLMError(f"{self._describe()} returned no choices")
         return reply
@@ -181,12 +200,15 @@ class OpenAIClient(LLMClient):
         while attempts < self.tool_attempts:
             attempts += 1
             if mode == "tools":
+                choice = self._tool_choice or {"type": "function", "function": {"name": name}}
                 try:
-                    reply = self._create(convo, max_tokens, tools=[function],
-                                         tool_choice={"type": "function", "function": {"name": name}})
+                    reply = self._create(convo, max_tokens, tools=[function], tool_choice=choice)
                 except LLMError as err:
-                    if not (self.structured == "auto" and err.status in (400, 422, 500, 501)
-                            and _TOOLS_REJECTED.search(err.message)):
+                    rejected = err.status in (400, 422, 500, 501) and _TOOLS_REJECTED.search(err.message)
+                    if rejected and self._tool_choice is None and "tool_choice" in err.message:
+                        self._tool_choice, attempts = "required", attempts - 1
+                        continue
+                    if not (self.structured == "auto" and rejected):
                         raise
                     self._log(f"{self._describe()} does not take tool calls ({err.message}); "
                               "asking for plain JSON instead")
