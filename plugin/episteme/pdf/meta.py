@@ -26,8 +26,31 @@ STRONG_VENUE = re.compile(r"\b(proceedings of|journal of|transactions on|publish
 COPYRIGHT_YEAR = re.compile(r"(?:©|\(c\)|copyright)\s*(19[5-9]\d|20[0-3]\d)", re.I)
 YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-3]\d)(?!\d)")
 _PUBLISHED_AS = re.compile(r"^(?:published as|accepted as|to appear)\b.*?\b(?:at|in)\s+", re.I)
-INPROCEEDINGS = re.compile(r"proceedings|conference|workshop|symposium|meeting|\biclr\b|"
-                           r"\bneurips\b|\bnips\b|\bicml\b|\bacl\b|\bemnlp\b|\bcvpr\b", re.I)
+INPROCEEDINGS = re.compile(r"(?i:proceedings|conference|workshop|symposium|meeting|\biclr\b|"
+                           r"\bneurips\b|\bnips\b|\bicml\b|\bacl\b|\bemnlp\b|\bcvpr\b)|"
+                           r"\b[A-Z]{3,}\s?['’]\s?\d{2}\b")
+#: "Proceedings of" an academy or a society is a journal (PNAS, the KNAW's Proceedings)
+JOURNAL_PROCEEDINGS = re.compile(r"proceedings of the (?:national |royal )?(?:academy|society)|"
+                                 r"akademie|academy of sciences", re.I)
+#: a preprint server named as the venue: the entry stays @misc
+PREPRINT_VENUE = re.compile(r"\b(?:arxiv|biorxiv|medrxiv|psyarxiv|socarxiv|ssrn|preprint)\b",
+                            re.I)
+#: a line about another version of the paper ("An earlier version of this paper appeared in
+#: the Proceedings of ..."): its venue and year are not this document's
+OTHER_VERSION = re.compile(r"\b(?:earlier|previous|preliminary|short(?:er)?|extended|"
+                           r"conference) version\b|\bappeared (?:in|at)\b", re.I)
+#: ACM's first-page block: "CIKM'13, Oct. 27–Nov. 1, 2013, San Francisco, CA, USA."
+ACM_VENUE = re.compile(r"^(?P<venue>[A-Z][A-Za-z]{2,}\s?['’]\s?\d{2})\s*,")
+#: a journal's footer with its DOI link: "PLOS ONE | https://doi.org/10.1371/..."
+JOURNAL_FOOTER = re.compile(r"^(?P<venue>[A-Z][\w &.-]{2,60}?)\s*\|\s*(?:https?://)?(?:dx\.)?"
+                            r"doi\.org/10\.")
+#: a technical report: its series and number on the first pages ("CSL-89-1", "Technical
+#: Report TR-2004-12"), or the words
+TECH_REPORT = re.compile(r"\b(?:technical report|tech\.? rep(?:ort)?\.?|research report|"
+                         r"working paper|discussion paper)\b|^[A-Z]{2,5}[-·‐]\d{2}[-·‐]\d{1,4}\b",
+                         re.I)
+THESIS = re.compile(r"\b(?:(?P<kind>master'?s?|doctoral|ph\.?\s?d\.?|honou?rs|bachelor'?s?) "
+                    r"thesis|dissertation|submitted in partial fulfil+ment)\b", re.I)
 
 
 def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict:
@@ -52,14 +75,25 @@ def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict
     venue_year = None
     for k, text in enumerate(first_pages[:200]):
         t = text.strip()
+        if OTHER_VERSION.search(t) or (k and OTHER_VERSION.search(first_pages[k - 1])):
+            continue
         if (VENUE.search(t) and 2 <= len(t.split()) <= 30 and "@" not in t and "http" not in t
                 and not t.endswith("-") and (YEAR.search(t) or STRONG_VENUE.search(t))):
             venue = _PUBLISHED_AS.sub("", t).strip().rstrip(".")
             near = " ".join(first_pages[k:k + 2])  # "July 5 - 10, 2020" under the venue
             venue_year = int(YEAR.search(near).group(1)) if YEAR.search(near) else None
             break
+    if not venue:
+        for t in first_pages[:200]:
+            m = ACM_VENUE.match(t.strip()) or JOURNAL_FOOTER.match(t.strip())
+            if m:
+                venue = m.group("venue").strip()
+                y = YEAR.search(t)
+                venue_year = int(y.group(1)) if y and m.re is ACM_VENUE else None
+                break
     subject = (info.get("/Subject") or "").strip()
-    if not venue and subject and (VENUE.search(subject) or re.search(r"\d", subject)):
+    if not venue and subject and (VENUE.search(subject) or re.search(r"\d", subject)) and (
+            _printed(subject, first_pages)):
         venue = subject
     if venue:
         out["venue"] = venue[:200]
@@ -79,7 +113,37 @@ def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict
         year = years.most_common(1)[0][0] if years else None
     if year:
         out["year"] = year
+    kind = _document_kind(first_pages)
+    if kind:
+        out["entry_type"] = kind
     return out
+
+
+def _printed(subject: str, first_pages: list[str]) -> bool:
+    """The information dictionary's /Subject is confirmed by the pages: most of its words are
+    printed there.  Why: templates leave their own /Subject behind ("Proceedings of the
+    International Conference on Machine Learning 2019" in a report that was never there)."""
+    words = {w.lower() for w in re.findall(r"[A-Za-z]{4,}", subject)}
+    if not words:
+        return False
+    page = " ".join(first_pages).lower()
+    return sum(w in page for w in words) >= 0.6 * len(words)
+
+
+def _document_kind(first_pages: list[str]) -> str:
+    """"techreport" or "thesis" kinds when the first pages say so, else ""."""
+    head = first_pages[:120]
+    for t in head:
+        m = THESIS.search(t)
+        if m:
+            kind = (m.group("kind") or "").lower()
+            if kind.startswith("master"):
+                return "mastersthesis"
+            return "phdthesis" if kind.startswith(("doctoral", "ph")) or "dissertation" in \
+                t.lower() else "thesis"
+    if any(TECH_REPORT.search(t.strip()) for t in head):
+        return "techreport"
+    return ""
 
 
 def _ascii(s: str) -> str:
@@ -127,15 +191,26 @@ def bibtex(paper: dict) -> str:
     if paper.get("authors"):
         fields.append(("author", " and ".join(paper["authors"])))
     given = meta.get("bibtex_type")  # a reference manager's item type (Zotero) beats a guess
+    printed_kind = meta.get("entry_type")  # what the first pages say the document is
+    doi = meta.get("doi") or ""
     if given in ("inproceedings", "article") and venue:
         kind = given
         fields.append(("booktitle" if given == "inproceedings" else "journal", venue))
-    elif venue and INPROCEEDINGS.search(venue):
+    elif printed_kind in ("techreport", "phdthesis", "mastersthesis") and not given:
+        kind = printed_kind
+        if venue:
+            fields.append(("institution" if kind == "techreport" else "school", venue))
+    elif venue and PREPRINT_VENUE.search(venue):
+        kind = "misc"
+        fields.append(("howpublished", venue))
+    elif venue and INPROCEEDINGS.search(venue) and not JOURNAL_PROCEEDINGS.search(venue):
         kind = "inproceedings"
         fields.append(("booktitle", venue))
     elif venue:
         kind = "article"
         fields.append(("journal", venue))
+    elif doi and not doi.startswith("10.48550/"):
+        kind = "article"  # a publisher's DOI on the page: a published article, journal unread
     else:
         kind = "misc"
         if arxiv:

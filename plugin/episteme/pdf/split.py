@@ -305,7 +305,8 @@ def _guess_title(reader, lines: list[Line]) -> str:
             picked.append(ln.text.strip())
         elif picked:
             break
-    return " ".join(picked)[:300]
+    # a stray mark between the title's lines (". Database Maintenance") is no part of it
+    return re.sub(r"(?<=\w)\s+[.·•,;]\s+(?=\w)", " ", " ".join(picked))[:300]
 
 
 _AFFIL = re.compile(
@@ -314,6 +315,16 @@ _AFFIL = re.compile(
     re.I,
 )
 _NAME = re.compile(r"^(?=[^\W\d_])[\w'’.\-]+(?:\s+(?=[^\W\d_])[\w'’.\-]+){1,3}$")
+#: words that name an organisation, a series or a publisher, never a person ("NiuTrans Co.",
+#: "Samaya AI", "Contemporary Mathematics", "IEEE")
+_NOT_PERSON = re.compile(
+    r"\b(?:co|inc|ltd|llc|gmbh|corp|plc|s\.?a|ieee|acm|mathematics|physics|journal|letters|"
+    r"proceedings|transactions|review|press|society|association|conference|series|volume|"
+    r"technologies|systems|labs?|group|team|foundation|preprint|manuscript|draft|report)\b\.?",
+    re.I)
+#: footnote and correspondence marks printed after a name ("Alec Radford*", "Meera Nanjundan ⇑",
+#: "Kayla Thomason1☯")
+_NAME_MARKS = "∗*†‡§¶⇑☯✉✝♯♮#"
 
 
 def _pair_names(part: str) -> list[str]:
@@ -340,36 +351,71 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
     meta_names: list[str] = []
     if a and len(a) > 2:
         parts = re.split(r"\s*(?:,|;|\band\b|&)\s*", normalize_text(a))
-        meta_names = [p.strip() for p in parts if p.strip()]
+        meta_names = [clean_name(p) for p in parts if clean_name(p)]
+        meta_names = [n for n in meta_names if _person_like(n) and not _AFFIL.search(n)]
     names = _printed_authors(front, title)
     if meta_names:
         # the printed names when they are the same people (they keep middle initials the
-        # metadata drops: "Daniel S. Weld"); else the metadata, which the author typed
+        # metadata drops: "Daniel S. Weld"), all of them when the metadata names only the
+        # first few (a submitting author); else the metadata, which the author typed
         last = [n.split()[-1].lower() for n in meta_names]
         if [n.split()[-1].lower() for n in names[: len(last)]] == last:
-            return names[: len(last)]
+            return names if len(names) <= 3 * len(last) + 8 else names[: len(last)]
         return meta_names
     return names
 
 
+def _person_like(name: str) -> bool:
+    """Not an organisation's or a series' name: no company or publication word, and no short
+    all-capital word beside ordinary capitalised ones ("Samaya AI"; "DANIEL LITT", all in
+    capitals, and "Weinan E", one letter, are people)."""
+    if _NOT_PERSON.search(name):
+        return False
+    words = name.replace(".", " ").split()
+    acronym = [w for w in words if len(w) in (2, 3) and w.isupper() and w.isalpha()]
+    return not (acronym and any(not w.isupper() for w in words))
+
+
+def clean_name(name: str) -> str:
+    """A name without the footnote or correspondence marks printed after it."""
+    return re.sub(rf"[{_NAME_MARKS}\d,]+$", "", re.sub(r"\s+", " ", name).strip()).strip()
+
+
 def _printed_authors(front: list[Line], title: str) -> list[str]:
+    """Names on the lines under the title.  Once a line has given names, only lines set in its
+    type size give more: a paper sets its authors in one style and its affiliations in another
+    (smaller), where place names read like people ("Ann Arbor", "École Polytechnique")."""
     names: list[str] = []
+    style: float | None = None
+    carry = ""
     for ln in front[:40]:
         t = ln.text.strip()
         if norm_title(t) and norm_title(t) in norm_title(title):
             continue
         if _AFFIL.search(t) or "@" in t or re.search(r"\d{2,}", t):
             continue
+        if style is not None and abs(ln.size - style) > 0.6:
+            continue
+        before = len(names)
+        if carry:  # a name broken at the line end: "..., Scott" / "Shenker, Howard Sturgis"
+            t = f"{carry} {t}"
+            carry = ""
         # footnote marks separate names as well as commas and "and" do
-        for part in re.split(r"\s*(?:,|;|\band\b|&|[∗*†‡§¶\d]+)\s*", t):
+        parts = re.split(rf"\s*(?:,|;|\band\b|&|[{_NAME_MARKS}\d]+)\s*", t)
+        if len(parts) > 1 and re.fullmatch(r"[A-Z][a-z]+", parts[-1].strip()):
+            carry = parts.pop().strip()
+        for part in parts:
             part = re.sub(r"\s+", " ", part).strip()
             for name in _pair_names(part):
                 first = name.split()[0] if name else ""
                 if first.isupper() and len(first) <= 3:  # "QC H3C 3J7", "CA 94043": addresses
                     continue
                 if (_NAME.match(name) and all(w[0].isupper() for w in name.split())
-                        and not _AFFIL.search(name) and name not in names):
+                        and not _AFFIL.search(name) and _person_like(name)
+                        and name not in names):
                     names.append(name)
+        if style is None and len(names) > before:
+            style = ln.size
     return names[:30]
 
 

@@ -164,9 +164,38 @@ def font_traits(font_dict, name: str) -> tuple[bool, bool]:
     return bold, italic
 
 
+#: TeX's accents as old fonts print them: a spacing accent glyph before the letter it sits on
+#: (``L´aszl´o``, ``Lemaˆıtre`` with a dotless i), a cedilla after it (``c¸``); mapped to the
+#: combining marks they stand for
+_SPACING_ACCENTS = {"\u00b4": "\u0301", "\u02c6": "\u0302", "\u00a8": "\u0308",
+                    "\u02dc": "\u0303", "\u02c7": "\u030c", "\u02da": "\u030a",
+                    "\u00af": "\u0304", "\u02d8": "\u0306", "\u02d9": "\u0307",
+                    "\u02dd": "\u030b", "\u00b8": "\u0327"}
+_ACCENT_BEFORE = re.compile("([" + "".join(_SPACING_ACCENTS) + "])([A-Za-z\u0131\u0237])")
+_GRAVE_BEFORE = re.compile(r"(?<=[A-Za-z])`([aeiouAEIOU])")
+_CEDILLA_AFTER = re.compile("([cCsStT])\u00b8(?![A-Za-z])")
+
+
+def _compose_accent(mark: str, letter: str) -> str:
+    letter = {"\u0131": "i", "\u0237": "j"}.get(letter, letter)
+    return unicodedata.normalize("NFC", letter + mark)
+
+
+def compose_accents(s: str) -> str:
+    """Accented letters printed as a spacing accent and a letter, composed into one letter
+    ("L´aszl´o" -> "László", "Lemaˆıtre" -> "Lemaître", "Fran¸cois" -> "François").  Why: left apart, NFKC turns the accent into a
+    space and a combining mark, so names, titles and quotes do not match the printed words."""
+    if not any(c in s for c in "\u00b4\u02c6\u00a8\u02dc\u02c7\u02da\u00af\u02d8\u02d9\u02dd`\u00b8"):
+        return s
+    s = _ACCENT_BEFORE.sub(lambda m: _compose_accent(_SPACING_ACCENTS[m.group(1)], m.group(2)), s)
+    s = _GRAVE_BEFORE.sub(lambda m: _compose_accent("\u0300", m.group(1)), s)
+    return _CEDILLA_AFTER.sub(lambda m: _compose_accent("\u0327", m.group(1)), s)
+
+
 def normalize_text(s: str) -> str:
-    """NFKC folds ligatures (ﬁ → fi) and full-width forms; soft hyphens and NULs are dropped."""
-    s = unicodedata.normalize("NFKC", s)
+    """NFKC folds ligatures (ﬁ → fi) and full-width forms; accents printed apart from their
+    letters are composed first (:func:`compose_accents`); soft hyphens and NULs are dropped."""
+    s = unicodedata.normalize("NFKC", compose_accents(s))
     return s.replace("\u00ad", "").replace("\x00", "")
 
 

@@ -1,0 +1,77 @@
+"""Metadata from a paper's first pages: names, venue, year and BibTeX type by stated rules."""
+
+from __future__ import annotations
+
+import pdfgen
+from episteme.pdf.meta import bibtex, extract_meta
+from episteme.pdf.split import _person_like, clean_name, split_pdf
+from episteme.pdf.text import normalize_text
+
+
+def test_accents_printed_apart_are_composed():
+    assert normalize_text("L´aszl´o Szekeres") == "László Szekeres"
+    assert normalize_text("The Lemaˆıtre–Tolman model") == "The Lemaître–Tolman model"
+    assert normalize_text("Fran¸cois, G¨odel, Universit`a") == "François, Gödel, Università"
+    assert normalize_text("see `code` here") == "see `code` here"  # a quote mark, not an accent
+
+
+def test_organisations_and_marks_are_not_names():
+    for org in ("NiuTrans Co.", "Samaya AI", "Contemporary Mathematics", "IEEE",
+                "Acme Technologies"):
+        assert not _person_like(org), org
+    for person in ("Weinan E", "DANIEL LITT", "Md Ali Babar", "Ivo H. M. van Stokkum"):
+        assert _person_like(person), person
+    assert clean_name("Alec Radford*") == "Alec Radford"
+    assert clean_name("Meera Nanjundan ⇑") == "Meera Nanjundan"
+
+
+def test_authors_are_the_name_lines_not_the_affiliations(tmp_path):
+    """Marks after names, a name broken over a line end, and an affiliation line (smaller
+    type) whose place names read like people: only the authors come out."""
+    paper = pdfgen.sample_paper()
+    paper.authors = ["Mira Okafor*", "Tomás Lindqvist†", "Ana Silva", "Jonas Berg",
+                     "Kofi Mensah", "Lena Vogel", "Pavel Novak", "Rosa Delgado"]
+    paper.affiliations = ["Ann Arbor and Portsmouth"]
+    f = pdfgen.make_paper_pdf(tmp_path / "names.pdf", paper, pdfgen.Layout(columns=1))
+    assert split_pdf(f).authors == ["Mira Okafor", "Tomás Lindqvist", "Ana Silva", "Jonas Berg",
+                                    "Kofi Mensah", "Lena Vogel", "Pavel Novak", "Rosa Delgado"]
+
+
+def _entry(meta: dict) -> str:
+    return bibtex({"title": "A Paper", "authors": ["Ann Author"], "meta": meta})
+
+
+def test_a_templates_leftover_subject_is_not_the_venue():
+    info = {"/Subject": "Proceedings of the International Conference on Machine Learning 2019",
+            "/CreationDate": "D:20190214"}
+    page = ["Language Models are Unsupervised Multitask Learners", "Alec Radford", "Abstract",
+            "Natural language processing tasks are typically approached with supervised"]
+    meta = extract_meta(info, page, [])
+    assert "venue" not in meta and _entry(meta).startswith("@misc")
+    printed = extract_meta(info, [*page, "Proceedings of the International Conference on "
+                                  "Machine Learning, Long Beach, 2019"], [])
+    assert printed["year"] == 2019 and _entry(printed).startswith("@inproceedings")
+
+
+def test_another_versions_venue_is_not_this_documents():
+    page = ["Epidemic Algorithms for Replicated Database Maintenance", "Alan Demers",
+            "CSL-89-1 January 1989",
+            "An earlier version of this paper appeared in the Proceedings of the Sixth Annual",
+            "ACM Symposium on Principles of Distributed Computing, Vancouver, August 1987."]
+    meta = extract_meta({}, page, [])
+    assert "venue" not in meta and meta["year"] == 1989
+    assert meta["entry_type"] == "techreport" and _entry(meta).startswith("@techreport")
+
+
+def test_acm_block_journal_footer_and_doi_give_the_type():
+    acm = extract_meta({}, ["CIKM’13, Oct. 27–Nov. 1, 2013, San Francisco, CA, USA.",
+                            "Copyright 2013 ACM 978-1-4503-2263-8/13/10"], [])
+    assert acm["venue"] == "CIKM’13" and acm["year"] == 2013
+    assert _entry(acm).startswith("@inproceedings")
+    plos = extract_meta({}, ["PLOS ONE | https://doi.org/10.1371/journal.pone.0197919 June 13, "
+                             "2018 1 / 21"], [])
+    assert plos["venue"] == "PLOS ONE" and _entry(plos).startswith("@article")
+    assert _entry({"doi": "10.1002/rsa.10073"}).startswith("@article")
+    assert _entry({"venue": "Proceedings of the National Academy of Sciences"}).startswith(
+        "@article")
+    assert _entry({"venue": "bioRxiv"}).startswith("@misc")
