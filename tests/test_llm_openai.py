@@ -112,6 +112,21 @@ def test_reply_that_ignores_the_tool_but_holds_valid_json_is_used(tmp_path, fake
     assert client.tool_calling is False and len(fake_openai.requests) == 1
 
 
+def test_reply_that_ignores_the_tool_with_bad_json_is_asked_again_for_json(tmp_path, fake_openai):
+    fake_openai.enqueue(text_response('{"action": "remove", "title": "GAN"}'),
+                        text_response('{"action": "create", "title": "GAN"}'))
+    client = client_for(tmp_path, fake_openai)
+    assert client.complete_tool("sys", GO, DECIDE)["action"] == "create"
+    retry = fake_openai.requests[1].body
+    assert "tools" not in retry and "Reply with exactly one JSON object" in retry["messages"][0]["content"]
+    assert "input.action must be one of ['create', 'update']" in retry["messages"][-1]["content"]
+
+
+def test_arguments_encoded_twice_are_read(tmp_path, fake_openai):
+    fake_openai.enqueue(tool_call_response("decide", json.dumps(json.dumps({"action": "create", "title": "X"}))))
+    assert client_for(tmp_path, fake_openai).complete_tool("sys", GO, DECIDE)["title"] == "X"
+
+
 def test_invalid_tool_arguments_are_fed_back_and_the_retry_accepted(tmp_path, fake_openai):
     fake_openai.enqueue(
         tool_call_response("decide", '{"action": "create", "title": '),  # truncated JSON

@@ -6,8 +6,9 @@ Re-ingesting the same bytes is a no-op (``"status": "unchanged"``); a changed fi
 same name replaces the old rows and vectors; ``--force`` redoes it anyway.
 
 ``--write`` then writes the paper into the wiki (:func:`episteme.compile.writer.write_paper`) with
-``--writer claude`` (Claude decides each section), ``extractive`` (offline, deterministic) or
-``auto`` (Claude when an API key is set and not inside an agent, else extractive); the JSON
+``--writer claude`` (the configured model decides each section: Claude, or an OpenAI-compatible
+server with ``LLM_PROVIDER=openai``), ``extractive`` (offline, deterministic) or ``auto`` (the
+model when one is configured and not inside an agent, else extractive); the JSON
 gains ``wiki_pages_updated``, ``new_sections``, ``updated_sections`` (and ``llm_usage``).
 ``--dry-run`` prints the plan instead of writing pages (the stores are still updated).
 
@@ -43,7 +44,8 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--name", default=None, help="store under this file name (one PDF only)")
     p.add_argument("--write", action="store_true", help="also write the paper into the wiki pages")
     p.add_argument("--writer", choices=("auto", "claude", "extractive"), default="auto",
-                   help="how --write decides (default auto: claude with an API key outside an agent)")
+                   help="how --write decides: claude = the configured model (Claude or an OpenAI-compatible "
+                        "server) (default auto: the model when one is configured, outside an agent)")
     p.add_argument("--dry-run", action="store_true", help="with --write: print the plan, write no page")
     p.add_argument("--strict", action="store_true",
                    help="with --write: refuse to write a plan with a sentence its sources contradict")

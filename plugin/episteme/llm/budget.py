@@ -24,6 +24,8 @@ from ..config import Settings
 DEFAULT_CONTEXT = {"anthropic": 200_000, "openai": 8_192, "openai-hosted": 128_000}
 #: characters per token for the estimate: English prose runs about 4 with the BPE tokenizers of
 #: current models, paper text with numbers, symbols and names lower; 3.2 keeps a margin
+#: (benchmarks/bench_chars_per_token.py, a WordPiece proxy: dev papers min 3.60 / median 4.03,
+#: held-out layouts min 3.18 / median 4.14; benchmarks/RESULTS-llm-budget.md)
 CHARS_PER_TOKEN = 3.2
 #: tokens kept free for the chat template, tool definitions and message framing
 OVERHEAD_TOKENS = 300

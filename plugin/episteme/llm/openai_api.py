@@ -217,9 +217,9 @@ class OpenAIClient(LLMClient):
                     continue
             else:
                 reply = self._create(convo, max_tokens)
-            choice = reply.choices[0]
-            message = choice.message
-            truncated = choice.finish_reason == "length"
+            first = reply.choices[0]
+            message = first.message
+            truncated = first.finish_reason == "length"
             text = (message.content or "").strip() if isinstance(message.content, str) else ""
             calls = [c for c in (getattr(message, "tool_calls", None) or [])
                      if getattr(getattr(c, "function", None), "name", None) == name]
@@ -227,6 +227,8 @@ class OpenAIClient(LLMClient):
             if mode == "tools" and call is not None:
                 try:
                     value = json.loads(call.function.arguments or "")
+                    if isinstance(value, str):  # arguments encoded twice (seen from small models)
+                        value = json.loads(value)
                 except ValueError:
                     found = "the tool arguments are not valid JSON"
                 else:
@@ -249,7 +251,8 @@ class OpenAIClient(LLMClient):
                         self.tool_calling = False
                     return value
                 problem = found if mode == "json" or value is not None else "the reply did not call the tool"
-                hint = f"Rejected: {found}." if mode == "json" else f"Your reply did not call the `{name}` tool."
+                hint = (f"Rejected: {found}." if mode == "json" or value is not None
+                        else f"Your reply did not call the `{name}` tool.")
             if truncated:
                 problem += f" (the reply hit max_tokens={max_tokens})"
                 hint += " The reply hit the length limit: keep it shorter."
