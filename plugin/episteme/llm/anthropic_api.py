@@ -14,7 +14,7 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import MissingDependencyError
-from .base import Failure, LLMClient, LLMError, check_reply, error_text
+from .base import Failure, LLMClient, LLMError, check_reply, error_text, register
 
 
 def _sdk():
@@ -37,6 +37,7 @@ def _block_to_param(block: Any) -> dict[str, Any] | None:
     return None
 
 
+@register
 class AnthropicClient(LLMClient):
     """Claude through the Messages API; see :class:`~episteme.llm.base.LLMClient`."""
 

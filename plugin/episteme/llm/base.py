@@ -370,15 +370,25 @@ class Failure:
     timed_out: bool = False
 
 
+#: provider name -> implementation; each implementation module registers itself
+#: (:func:`register`), and :mod:`episteme.llm.client` imports both, so the interface never
+#: imports an implementation (the dependencies run one way: base <- implementations <- client)
+PROVIDERS: dict[str, type[LLMClient]] = {}
+
+
+def register(cls: type[LLMClient]) -> type[LLMClient]:
+    """Class decorator: make ``cls`` the implementation of ``cls.provider``."""
+    PROVIDERS[cls.provider] = cls
+    return cls
+
+
 def client_class(settings: Settings) -> type[LLMClient]:
-    """The implementation ``settings.provider`` names."""
-    if settings.provider == "openai":
-        from .openai_api import OpenAIClient
+    """The implementation ``settings.provider`` names (``anthropic`` unless it says ``openai``)."""
+    if not PROVIDERS:  # only the interface was imported: load the implementations once
+        import importlib
 
-        return OpenAIClient
-    from .anthropic_api import AnthropicClient
-
-    return AnthropicClient
+        importlib.import_module("episteme.llm.client")
+    return PROVIDERS["openai" if settings.provider == "openai" else "anthropic"]
 
 
 class LLMClient(ABC):

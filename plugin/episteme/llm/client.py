@@ -15,6 +15,7 @@ Importing this module loads neither SDK: light modules and offline runs never pa
 
 from __future__ import annotations
 
+from . import anthropic_api, openai_api  # noqa: F401 - each registers its provider
 from .base import (
     MODEL_PRICES,
     OPENAI_PRICES,

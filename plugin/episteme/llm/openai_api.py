@@ -30,7 +30,16 @@ from typing import Any
 
 from ..config import Settings
 from ..errors import MissingDependencyError
-from .base import OPENAI_API_HOST, Failure, LLMClient, LLMError, check_reply, env_text, error_text
+from .base import (
+    OPENAI_API_HOST,
+    Failure,
+    LLMClient,
+    LLMError,
+    check_reply,
+    env_text,
+    error_text,
+    register,
+)
 
 STRUCTURED_MODES = ("auto", "tools", "json")
 DEFAULT_OPENAI_BASE_URL = f"https://{OPENAI_API_HOST}/v1"
@@ -85,6 +94,7 @@ def _text_of(content: Any) -> str:
     return str(content or "")
 
 
+@register
 class OpenAIClient(LLMClient):
     """A Chat Completions server; see the module docstring and
     :class:`~episteme.llm.base.LLMClient`.  ``tool_calling`` is ``True`` once a forced tool
