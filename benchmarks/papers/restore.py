@@ -10,8 +10,11 @@ missing paper comes from, so it can be fetched by hand (``git clone`` the reposi
 ``git show <commit>:<path>``), and exits non-zero.
 
     .venv/bin/python benchmarks/papers/restore.py [--dest DIR] [--mirror DIR] [--check]
+                                                  [--manifest benchmarks/papers/LIBRARY.tsv]
 
-The cache folder is ``$EPISTEME_PAPERS`` when set, else ``~/.cache/episteme/papers/``.
+The cache folder is ``$EPISTEME_PAPERS`` when set, else ``~/.cache/episteme/papers/``;
+``LIBRARY.tsv`` (73 systems papers of one collection, issue 35's library benchmark,
+``benchmarks/bench_library.py``) goes to the folder ``library`` beside it.
 """
 
 from __future__ import annotations
@@ -82,9 +85,9 @@ def from_mirror(mirror: Path, paper: Paper) -> bytes | None:
     return None
 
 
-def restore(dest: Path, mirror: Path, check_only: bool = False) -> int:
+def restore(dest: Path, mirror: Path, check_only: bool = False, manifest: Path = MANIFEST) -> int:
     """Copy missing papers from the mirror into ``dest`` and verify all; return a process code."""
-    papers = read_manifest()
+    papers = read_manifest(manifest)
     dest.mkdir(parents=True, exist_ok=True)
     ok, copied, missing, bad = 0, 0, [], []
     for paper in papers:
@@ -131,8 +134,11 @@ def main() -> int:
     ap.add_argument("--mirror", type=Path, default=DEFAULT_MIRROR,
                     help="folder of git mirrors named <owner>+<name>")
     ap.add_argument("--check", action="store_true", help="verify the cache only, copy nothing")
+    ap.add_argument("--manifest", type=Path, default=MANIFEST,
+                    help="MANIFEST.tsv (the corpus, default) or LIBRARY.tsv (the one-field library)")
     args = ap.parse_args()
-    return restore((args.dest or cache_dir()).expanduser(), args.mirror, args.check)
+    dest = args.dest or (cache_dir() if args.manifest == MANIFEST else cache_dir().parent / "library")
+    return restore(dest.expanduser(), args.mirror, args.check, args.manifest)
 
 
 if __name__ == "__main__":
