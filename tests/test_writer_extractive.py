@@ -307,7 +307,7 @@ def test_plan_lists_related_sections_for_the_agent(writer_stages, tmp_path):
     assert proc.returncode == 0, proc.stderr
     plan = json.loads(proc.stdout)
     assert plan["paper"] == BERT and plan["paper_page"] == BERT_PAGE and plan["already_written"] is False
-    assert plan["year"] == 2019 and plan["authors"][0] == "Jacob Devlin"
+    assert plan["year"] == 2018 and plan["authors"][0] == "Jacob Devlin"
     assert plan["wiki_sections"] == len(read_index_json(wiki))
     by_name = {s["name"]: s for s in plan["sections"]}
     assert "references" not in by_name and any(x.startswith("references") for x in plan["skipped"])

@@ -123,7 +123,7 @@ def test_index_md_is_a_table_of_contents_and_keeps_the_section_map(tmp_path):
         Decision(action="create", page="papers/paper-a-results.md", title="Results", description="A's results",
                  body="R. [[papers/paper-a]]", sources=["a.pdf"], page_title="Results (Paper A)",
                  page_type="result", page_fields={"paper": "papers/paper-a.md"}),
-        Decision(action="create", page="attention.md", title="Attention", description="Weighting inputs by relevance",
+        Decision(action="create", page="attention.md", title="Attention", description="Attention: Weighting inputs by relevance",
                  body="Attn. [[papers/paper-a]]", sources=["a.pdf"], page_title="Attention", page_type="method"),
     ]))
     _write(wiki, WritePlan(paper="b.pdf", writer="extractive", decisions=[
@@ -134,7 +134,7 @@ def test_index_md_is_a_table_of_contents_and_keeps_the_section_map(tmp_path):
     head, _, _ = text.partition(SECTION_MAP_HEADING)
     assert "# Papers (1)" in head and "# Topics (2)" in head
     assert "- [[papers/paper-a|Paper A]] — Smith et al., 2017" in head
-    assert "its results, setup and data: [[papers/paper-a-results|Results (Paper A)]]" in head
+    assert "its results, setup and data: [[papers/paper-a-results|Results]]" in head
     assert "topics: [[attention|Attention]]" in head
     assert "**Methods**" in head and "- [[attention|Attention]] — Weighting inputs by relevance" in head
     assert "- [[bleu|BLEU]] — A translation metric" in head

@@ -72,8 +72,9 @@ def load_paper(settings, paper_id: str) -> PaperInfo:
             raise NotFoundError(f"paper {paper_id!r} is not ingested in this wiki (ingested: {known})")
         sections = store.paper_sections(paper_id)
     title = (row.get("title") or "").strip() or Path(paper_id).stem
+    # headings as every writer and the plan show them: title case for ALL CAPS, HTML escaped
     acronyms = paper_acronyms(sections)
-    sections = [s if s.title == (t := normal_case(s.title, acronyms)) else replace(s, title=t)
+    sections = [s if s.title == (t := escape_html(normal_case(s.title, acronyms))) else replace(s, title=t)
                 for s in sections]
     authors = [escape_html(str(a)) for a in (row.get("authors") or [])]
     return PaperInfo(paper_id, sanitize_title(normal_case(title, acronyms)), authors, sections,

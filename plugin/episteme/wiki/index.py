@@ -306,7 +306,9 @@ def render_contents(pages: Iterable[ContentsPage]) -> str:
             lines.append(f"- {p.link()}" + (f" — {by}" if by else ""))
             own = children.get(p.path, [])
             if own:
-                lines.append("  - its results, setup and data: " + ", ".join(c.link() for c in own))
+                suffix = f" ({p.title})"  # "Results (Paper A)" under Paper A is "Results"
+                lines.append("  - its results, setup and data: " + ", ".join(
+                    c.link(c.title[: -len(suffix)] if c.title.endswith(suffix) else None) for c in own))
             drawn = [t for t in topics if set(t.sources) & set(p.sources)]
             if drawn:
                 lines.append("  - topics: " + ", ".join(t.link() for t in drawn))
@@ -323,7 +325,10 @@ def render_contents(pages: Iterable[ContentsPage]) -> str:
             for t in group:
                 n = len(t.sources)
                 tail = f" ({n} papers)" if n > 1 else ""
-                lines.append(f"- {t.link()}" + (f" — {_cut(t.description)}" if t.description else "") + tail)
+                desc = t.description
+                if desc.lower().startswith(t.title.lower() + ":"):  # "Attention: ..." under Attention
+                    desc = desc[len(t.title) + 1:].strip()
+                lines.append(f"- {t.link()}" + (f" — {_cut(desc)}" if desc else "") + tail)
             lines.append("")
     lines += [SECTION_MAP_HEADING, ""]
     return "\n".join(lines) + "\n"
