@@ -26,7 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO / "tests"))
 sys.path.insert(0, str(REPO / "plugin"))
 
-from helpers.agent import batch_for, script_env  # noqa: E402
+from helpers.agent import batch_for, script_env, sections_to_read  # noqa: E402
 
 SCRIPTS = REPO / "plugin" / "scripts"
 PAPERS = ["attention_1706.03762v5.pdf", "gan_1406.2661v1.pdf", "bert_1810.04805v2.pdf"]
@@ -55,14 +55,18 @@ def main() -> int:
         times.append(t)
         paper = json.loads(p.stdout)["paper"]
         p, t = call("plan_ingest.py", paper, "--wiki", str(wiki))
-        times.append(t)
-        lines, _ = batch_for(json.loads(p.stdout), update_one=i > 0, n_topics=None)
+        plan = json.loads(p.stdout)
+        q, t2 = call("plan_ingest.py", paper, "--wiki", str(wiki), "--section",
+                     ",".join(sections_to_read(plan, n_topics=None)))
+        times.append(t + t2)
+        lines, _ = batch_for(plan, json.loads(q.stdout), update_one=i > 0, n_topics=None,
+                             fallback_ids=sorted(json.loads((wiki / "index.json").read_text())) if i else [])
         p, t = call("write_section.py", "--wiki", str(wiki), "--batch", "--subject", paper,
                     stdin="\n".join(map(json.dumps, lines)))
         times.append(t)
         _, t = call("wiki_lint.py", "--wiki", str(wiki))
         times.append(t)
-        print(f"| {paper} | 4 | " + " | ".join(f"{x:.2f}" for x in times)
+        print(f"| {paper} | 5 | " + " | ".join(f"{x:.2f}" for x in times)
               + f" | {sum(times):.1f} | {len(lines)} |")
     p, _ = call("ingest.py", str(args.papers / FOURTH), "--wiki", str(wiki), "--no-progress")
     paper = json.loads(p.stdout)["paper"]

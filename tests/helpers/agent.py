@@ -28,36 +28,50 @@ def first_sentence(text: str) -> str:
     return (m.group(1) if m else flat[:300]).replace("[[", "(").replace("]]", ")")
 
 
-def batch_for(plan: dict, *, update_one: bool, n_topics: int | None = 3) -> tuple[list[dict], dict]:
-    """What an agent decides from the plan: the paper page (summary + links), three topic
-    sections (``n_topics``; None: all) on their suggested pages, and -- when the wiki has related sections -- one
-    update and one append of the best-related existing sections."""
+def short_title(title: str) -> str:
+    """``BERT: Pre-training of ...`` -> ``BERT``: what the agent calls the paper in prose."""
+    head = title.split(":", 1)[0].strip()
+    return head if head != title and len(head.split()) <= 5 else title
+
+
+def sections_to_read(plan: dict, *, n_topics: int | None = 3) -> list[str]:
+    """The sections an agent reads the text of after the outline: the abstract and the topic
+    sections it will write (``n_topics``; None: all)."""
+    topics = [s["name"] for s in plan["sections"] if s["suggested_page"] != plan["paper_page"]][:n_topics]
+    first = "abstract" if any(s["name"] == "abstract" for s in plan["sections"]) else plan["sections"][0]["name"]
+    return list(dict.fromkeys([first, *topics]))
+
+
+def batch_for(plan: dict, texts: dict, *, update_one: bool, n_topics: int | None = 3,
+              fallback_ids: list[str] = ()) -> tuple[list[dict], dict]:
+    """What an agent decides from the outline (``plan``) and the text of the sections it asked
+    for (``texts``, the ``--section`` reply): the paper page (summary + links), the topic
+    sections (``n_topics``; None: all) on their suggested pages, and -- when the wiki has
+    related sections -- one update and one append of the best-related existing sections
+    (``fallback_ids``: the sections an agent would pick by reading when the outline shows
+    fewer than two)."""
     paper, paper_page = plan["paper"], plan["paper_page"].removesuffix(".md")
-    by_name = {s["name"]: s for s in plan["sections"]}
+    name = short_title(plan["title"])
+    text_of = {s["name"]: s["text"] for s in texts["sections"]}
     topics = [s for s in plan["sections"] if s["suggested_page"] != plan["paper_page"]][:n_topics]
     links = " ".join(f"[[{s['suggested_page'].removesuffix('.md')}]]" for s in topics)
-    abstract = by_name.get("abstract") or plan["sections"][0]
+    first = sections_to_read(plan, n_topics=0)[0]
     lines = [{"op": "create", "page": paper_page, "type": "paper", "page_title": plan["title"],
-              "title": "Summary", "description": f"What {plan['short_title']} contributes",
-              "body": f"{first_sentence(abstract['text'])}\n\nTopics: {links}\n"}]
+              "title": "Summary", "description": f"What {name} contributes",
+              "body": f"{first_sentence(text_of[first])}\n\nTopics: {links}\n"}]
     for s in topics:
         lines.append({"op": "create", "page": s["suggested_page"].removesuffix(".md"),
                       "type": "concept", "title": s["title"][:80],
-                      "description": f"{s['title'][:80]} as {plan['short_title']} describes it",
-                      "body": f"{first_sentence(s['text'])} See [[{paper_page}]].\n"})
+                      "description": f"{s['title'][:80]} as {name} describes it",
+                      "body": f"{first_sentence(text_of[s['name']])} See [[{paper_page}]].\n"})
     picked: dict = {}
     if update_one:
-        related = sorted((r for s in plan["sections"] for r in s["related"]),
-                         key=lambda r: -r["score"])
-        ids = []
-        for r in related:
-            if r["id"] not in ids:
-                ids.append(r["id"])
+        ids = list(dict.fromkeys([r["id"] for s in plan["sections"] for r in s["related"]] + list(fallback_ids)))
         picked = {"update": ids[0], "append": ids[1]}
         lines.append({"op": "update", "section_id": ids[0],
                       "body": f"Rewritten with {paper} in view. See [[{paper_page}]].\n"})
         lines.append({"op": "append", "section_id": ids[1],
-                      "text": f"{plan['short_title']} adds a related account. See [[{paper_page}]]."})
+                      "text": f"{name} adds a related account. See [[{paper_page}]]."})
     for line in lines:
         line["sources"] = [paper]
     return lines, picked

@@ -79,6 +79,7 @@ def _read_body(args) -> str | None:
 
 
 def run(args) -> dict:
+    from ..compile.decisions import refresh_contents_locked
     from ..config import load_settings
     from ..wiki.edit import WikiWriter, raw_sources
 
@@ -92,7 +93,9 @@ def run(args) -> dict:
         if not known and args.source:
             raise UsageError(f"{wiki}/raw/ holds no papers: ingest one first (or --no-source-check)")
     if args.batch:
-        return _run_batch(args, wiki, known, warnings)
+        out = _run_batch(args, wiki, known, warnings)
+        refresh_contents_locked(wiki)
+        return out
     if not args.page:
         raise UsageError("--page is required (or --batch with JSON lines on stdin)")
     if not args.section_id and (args.title is None or args.description is None):
@@ -116,6 +119,7 @@ def run(args) -> dict:
                 sources=args.source, page_title=args.page_title, page_type=args.page_type,
                 tags=args.tag, level=args.level, after=args.after,
             )
+    refresh_contents_locked(wiki)
     out = res.to_dict()
     out["wiki"] = str(wiki)
     if claim_findings is not None:
@@ -168,6 +172,7 @@ def _run_batch(args, wiki, known, warnings: list[str]) -> dict:
     else:
         text = sys.stdin.read()
     items = parse_batch(text)
+    _paper_page_fields(wiki, items, args.source)
     op = args.op if args.op != "write-section" else ("ingest" if args.subject else "write-section")
     out = run_batch(wiki, items, known_sources=known, op=op, subject=args.subject,
                     default_sources=args.source)
@@ -175,6 +180,30 @@ def _run_batch(args, wiki, known, warnings: list[str]) -> dict:
     if warnings:
         out["warnings"] = warnings
     return out
+
+
+def _paper_page_fields(wiki, items: list[dict], default_sources: list[str]) -> None:
+    """A paper page's frontmatter from the stored metadata, not from the agent: each
+    ``create`` line of ``type: paper`` gets the title, authors, year, venue and ids of the
+    ingested paper it cites (issue 34).  Lines citing no ingested paper are left as they are."""
+    from ..compile.inputs import load_paper
+    from ..config import load_settings
+    from ..errors import EpistemeError
+
+    settings = None
+    for it in items:
+        if it["op"] != "create" or it.get("type") != "paper":
+            continue
+        settings = settings or load_settings(str(wiki), dotenv=".env")
+        for source in list(it.get("sources") or []) or list(default_sources):
+            try:
+                info = load_paper(settings, source)
+            except EpistemeError:  # not an ingested paper (or no store): the line as sent
+                continue
+            it["page_title"] = info.title
+            it["page_fields"] = {"authors": list(info.authors), "paper_file": f"raw/{info.id}",
+                                 **info.meta_fields()}
+            break
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,9 +12,16 @@ from typing import Any
 from ..errors import NotFoundError
 from ..fsutil import slugify
 from ..paper import PaperSection
-from .inputs import SKIPPED_KINDS, RelatedFinder, load_paper, paper_already_written
-from .keyterms import TermSpace, title_names_topic, topic_name
-from .naming import clean_title, is_generic, paper_page_for, short_title
+from .inputs import PAPERS_FOLDER, SKIPPED_KINDS, RelatedFinder, load_paper, paper_already_written
+from .keyterms import (
+    MIN_EVIDENCE,
+    TermSpace,
+    names_shared_topic,
+    specific_terms,
+    title_names_topic,
+    topic_name,
+)
+from .naming import clean_title, is_generic, paper_page_for
 
 
 def select_sections(sections: list[PaperSection], only: str | Iterable[str]) -> list[PaperSection]:
@@ -60,27 +67,72 @@ def _wiki_section_texts(wiki: Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+#: characters of a section's one-line gist in the outline
+GIST_CHARS = 140
+#: specific shared terms shown per related section (the best ones; more add tokens, not proof)
+EVIDENCE_TERMS = 3
+
+
+def gist_of(text: str, limit: int = GIST_CHARS) -> str:
+    """A section's first quotable sentence (else its first words), cut at ``limit``
+    characters at a word: enough for the agent to tell what the section is about before it
+    asks for the text."""
+    from .sentences import candidate_sentences
+
+    first = next(iter(candidate_sentences(text[:3000])), "") or " ".join(text.split())
+    if len(first) <= limit:
+        return first
+    return first[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+
+
+def _related(space: TermSpace, s: PaperSection, wiki_secs: dict[str, dict[str, Any]],
+             wiki_keys: list[str], k: int) -> list[dict[str, Any]]:
+    """The ``k`` wiki sections nearest by key terms that share *specific* terms with the
+    section (:func:`keyterms.specific_terms`), each with that ``evidence``; sections that
+    share only generic words are left out, however high their score, as are those whose title
+    names nothing both texts share (:func:`keyterms.names_shared_topic`), and so are the pages
+    under ``papers/`` (a paper's own page and its results take no other paper's text)."""
+    out = []
+    for wk, _score, _shared in space.nearest(f"p:{s.id}", wiki_keys, 4 * k):
+        sid = wk[2:]
+        w = wiki_secs[sid]
+        if w["page"].startswith(f"{PAPERS_FOLDER}/"):
+            continue  # a paper's own pages take no merges from another paper
+        _, shared = space.compare(f"p:{s.id}", wk, n=30)
+        evidence = specific_terms(shared, s.text, f"{w['description']}. {w['body']}", n=EVIDENCE_TERMS)
+        if len(evidence) < MIN_EVIDENCE or not names_shared_topic(w["title"], shared):
+            continue
+        out.append({"id": sid, "page": w["page"], "title": w["title"], "evidence": evidence})
+        if len(out) == k:
+            break
+    return out
+
+
 def plan_paper(
     settings,
     paper_id: str,
     *,
-    k: int = 5,
-    text: bool = True,
+    k: int = 3,
+    text: bool = False,
     only: str | Iterable[str] | None = None,
     embedder=None,
     semantic: bool = False,
 ) -> dict[str, Any]:
-    """What the agent (skill ``wiki-ingest``) reads before its one batch write: for every
-    paper section worth writing, its full text (``text=False``: a preview), a suggested page
-    named from its key terms, and the ``k`` most related existing wiki sections with the
-    evidence -- ``shared_terms`` and a TF-IDF ``score`` (:mod:`episteme.compile.keyterms`).  Reads the
-    wiki's pages and SQLite only (no embedder, no Chroma) unless ``semantic``, which adds the
-    wiki-section search's hits (``similarity``).  Writes nothing."""
+    """What the agent (skill ``wiki-ingest``) reads before its one batch write, outline first.
+
+    Per paper section worth writing: its ``name`` (what ``only`` takes), title, pages, size,
+    a one-line ``gist``, its key terms, a suggested page named from them, and ``related``: up
+    to ``k`` existing wiki sections that share *specific* terms with it, each with that
+    ``evidence`` (:func:`keyterms.specific_terms`) and a TF-IDF ``score``.  The section's
+    ``text`` comes only for the sections named in ``only`` (or every section with ``text``):
+    the outline of a 15-page paper is a few thousand tokens, the text the agent then asks for
+    is what it writes from.  Reads the wiki's pages and SQLite only (no embedder, no Chroma)
+    unless ``semantic``, which adds the wiki-section search's hits (``similarity``).  Writes
+    nothing."""
     info = load_paper(settings, paper_id)
     wiki = settings.wiki
     writable, skipped = info.writable()
-    if only is not None:
-        writable = select_sections(writable, only)
+    picked = select_sections(writable, only) if only is not None else None
     wiki_secs = _wiki_section_texts(wiki)
     docs = {f"w:{sid}": f"{w['title']}. {w['description']}. {w['body']}" for sid, w in wiki_secs.items()}
     # the text alone (not the heading): a heading word must earn its place among key terms
@@ -95,28 +147,9 @@ def plan_paper(
     paper_page = paper_page_for(wiki, info)
     taken_pages: set[str] = set()
     sections = []
-    for s in writable:
+    for s in writable:  # every section, so the suggested pages are the same with or without ``only``
         title = clean_title(s.title)
         key = space.key_terms(f"p:{s.id}", 20)
-        related: dict[str, dict[str, Any]] = {}
-        for wk, score, shared in space.nearest(f"p:{s.id}", wiki_keys, k):
-            sid = wk[2:]
-            w = wiki_secs[sid]
-            related[sid] = {"id": sid, "page": w["page"], "title": w["title"],
-                            "description": w["description"], "sources": w["sources"],
-                            "score": score, "shared_terms": shared, "match": "terms"}
-        if finder is not None:
-            for r in finder.search(f"{title}. {s.text[:2000]}", k=k):
-                if r["id"] in related:
-                    related[r["id"]]["similarity"] = r.get("similarity")
-                    related[r["id"]]["match"] = "terms+search"
-                elif r["id"] in wiki_secs:
-                    score, shared = space.compare(f"p:{s.id}", f"w:{r['id']}")
-                    w = wiki_secs[r["id"]]
-                    related[r["id"]] = {"id": r["id"], "page": w["page"], "title": w["title"],
-                                        "description": w["description"], "sources": w["sources"],
-                                        "score": score, "shared_terms": shared,
-                                        "similarity": r.get("similarity"), "match": "search"}
         # A topic page when the heading names the text's topic; an organisational heading
         # ("Hardware and Schedule") puts its text on the paper page, with the text's own
         # key-term topic offered as the alternative page name.
@@ -129,28 +162,61 @@ def plan_paper(
             taken_pages.add(suggested)
         else:
             suggested = paper_page
+        if picked is not None and s not in picked:
+            continue
+        name = s.id.split("#", 1)[-1]
+        if picked is not None:  # the text asked for: what the outline did not say
+            sections.append({"name": name, "pages": s.pages_label, "text": s.text})
+            continue
+        # framing sections (introduction, conclusion, acknowledgements) go on the paper page:
+        # the wiki sections they share words with are no merge candidates
+        related = [] if is_generic(s) else _related(space, s, wiki_secs, wiki_keys, k)
+        if finder is not None and not is_generic(s):
+            _add_search_hits(finder, space, s, title, wiki_secs, related, k)
         item: dict[str, Any] = {
-            "section_id": s.id, "name": s.id.split("#", 1)[-1], "label": s.label,
-            "title": s.title, "kind": s.kind, "pages": s.pages_label, "chars": len(s.text),
-            "key_terms": key[:8], "suggested_page": suggested,
+            "name": name, "title": title, "chars": len(s.text), "gist": gist_of(s.text),
+            "suggested_page": suggested,
             **({} if names_topic or not alt or is_generic(s)
                else {"topic_page": f"{slugify(alt, max_len=60)}.md"}),
-            "related": sorted(related.values(), key=lambda r: -(r["score"] or 0)),
+            "related": related,
         }
         if text:
+            item["pages"] = s.pages_label
             item["text"] = s.text
-        else:
-            item["preview"] = " ".join(s.text.split())[:300]
         sections.append(item)
     return {
         "paper": paper_id,
         "title": info.title,
-        "short_title": short_title(info.title),
         "authors": info.authors,
+        **info.meta_fields(),
         "paper_page": paper_page,
         "paper_page_exists": (wiki / paper_page).is_file(),
         "already_written": paper_already_written(wiki, paper_id),
         "wiki_sections": len(wiki_secs),
         "sections": sections,
-        "skipped": skipped,
+        "skipped": [f"{x['paper_section'].split('#', 1)[-1]} ({x['reason']})" for x in skipped
+                    if x["reason"] not in _QUIET_SKIPS],
+        **({} if text or picked is not None else
+           {"next": "read the text of the sections you will write: --section NAME,NAME,..."}),
     }
+
+
+#: skip reasons not worth a line in the outline (floats are quoted with their sections)
+_QUIET_SKIPS = frozenset({"table section", "figure section", "algorithm section", "footnote section"})
+
+
+def _add_search_hits(finder: RelatedFinder, space: TermSpace, s: PaperSection, title: str,
+                     wiki_secs: dict[str, dict[str, Any]], related: list[dict[str, Any]], k: int) -> None:
+    """``--semantic``: the wiki-section search's hits beside the key-term ones (``similarity``),
+    with their specific shared terms as evidence (possibly none: the agent judges)."""
+    by_id = {r["id"]: r for r in related}
+    for r in finder.search(f"{title}. {s.text[:2000]}", k=k):
+        if r["id"] in by_id:
+            by_id[r["id"]]["similarity"] = r.get("similarity")
+        elif r["id"] in wiki_secs and not wiki_secs[r["id"]]["page"].startswith(f"{PAPERS_FOLDER}/"):
+            w = wiki_secs[r["id"]]
+            score, shared = space.compare(f"p:{s.id}", f"w:{r['id']}", n=30)
+            related.append({"id": r["id"], "page": w["page"], "title": w["title"],
+                            "evidence": specific_terms(shared, s.text, f"{w['description']}. {w['body']}",
+                                                       n=EVIDENCE_TERMS),
+                            "score": score, "similarity": r.get("similarity")})

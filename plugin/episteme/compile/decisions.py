@@ -215,11 +215,54 @@ def sanitize_title(text: str | None, limit: int | None = None) -> str:
     prev = None
     while prev != t:  # "<!<!---->--" must not reassemble a marker
         prev, t = t, _TITLE_MARKER_RE.sub(" ", t)
-    t = " ".join(t.split()).strip("# ").strip()
+    t = " ".join(escape_html(t).split()).strip("# ").strip()
     if len(t) > limit:
         cut = t[: limit - 1].rsplit(" ", 1)[0] if " " in t[: limit - 1] else t[: limit - 1]
         t = cut.rstrip(" ,;:-") + "…"
     return t or "Untitled"
+
+
+def escape_html(text: str) -> str:
+    """``<`` and ``>`` as entities: a PDF's title or heading holding HTML (``<b>``,
+    ``<script>``) is shown as text by every markdown viewer (Obsidian renders raw HTML in
+    headings and properties), and reads the same.  ``&`` is left alone, so applying it twice
+    changes nothing."""
+    return text.replace("<", "&lt;").replace(">", "&gt;")
+
+
+#: words a title keeps in lower case (unless first or after a colon)
+_SMALL_WORDS = frozenset(["a", "an", "and", "as", "at", "but", "by", "for", "from", "in", "into", "nor", "of", "on", "or", "per", "than", "the", "to", "via", "vs", "with"])
+_CASE_PARTS = re.compile(r"([-\u2010-\u2015/])")
+
+
+def normal_case(title: str, acronyms: Collection[str] = ()) -> str:
+    """An ALL-CAPS heading or title in title case ("ENCODER" -> "Encoder", "RNN
+    ENCODER\u2013DECODER" -> "RNN Encoder\u2013Decoder"); any title with a lower-case letter is
+    left as it is.  A word stays in capitals when it is one of the paper's ``acronyms`` (written
+    in capitals in its prose), has a digit, or is a single letter.  Why: a paper set in
+    small caps or capitals gave pages titled "ENCODER" beside "Multi-Head Attention"."""
+    letters = [c for c in title if c.isalpha()]
+    if len(letters) < 2 or any(c.islower() for c in letters):
+        return title
+    keep = {a.upper() for a in acronyms}
+    out: list[str] = []
+    start = True
+    for word in title.split(" "):
+        parts = _CASE_PARTS.split(word)
+        cased = []
+        for part in parts:
+            core = part.strip("()[]{}\"'.,:;!?")
+            if not core or core.upper() in keep or any(c.isdigit() for c in core) or len(core) == 1:
+                cased.append(part)
+            elif not start and not cased and core.lower() in _SMALL_WORDS:
+                cased.append(part.lower())
+            else:
+                i = part.index(core[0])
+                cased.append(part[:i] + core[0] + part[i + 1:].lower())
+        out.append("".join(cased))
+        if word:
+            start = word.endswith(":")
+    return " ".join(out)
 
 
 def _neutralise_markers(text: str) -> str:
@@ -375,4 +418,15 @@ def apply_plan(
         report.pages = list(w.pages)
         report.created = list(w.created)
         report.updated = list(w.updated)
+    refresh_contents_locked(wiki)
     return report
+
+
+def refresh_contents_locked(wiki: str | Path) -> None:
+    """The contents at the top of ``index.md`` brought up to date after a write
+    (:func:`episteme.wiki.index.refresh_contents`), under the wiki's lock."""
+    from ..fsutil import wiki_lock
+    from ..wiki.index import refresh_contents
+
+    with wiki_lock(wiki):
+        refresh_contents(wiki)

@@ -94,6 +94,9 @@ SUMMARY_SENTENCES = 3
 KEY_POINTS = 5
 MAX_RELATED_LINKS = 3
 CANDIDATES = 6  # related wiki sections retrieved per topic
+#: longest paper-page name the pages under it start with (a longer one is replaced by the
+#: paper's short title, so that ``max_len=80`` never cuts two children to one name)
+CHILD_STEM_CHARS = 60
 
 
 def _facts_paragraph(c: Chosen) -> str:
@@ -218,8 +221,10 @@ def plan_extractive(
     topics, children, generic = _sort_sections(p)
     _match_topics(p, topics, finder or RelatedFinder(settings, embedder=embedder))
     _link_own_topics(topics)
+    stem = p.paper_page[len(PAPERS_FOLDER) + 1:-3]
+    if len(stem) > CHILD_STEM_CHARS:  # a long whole-title page name: its pages take the short one
+        stem = slugify(short_title(p.info.title), max_len=CHILD_STEM_CHARS)
     for t in children:
-        stem = p.paper_page[len(PAPERS_FOLDER) + 1:-3]
         t.page = f"{PAPERS_FOLDER}/{slugify(f'{stem} {t.title}', max_len=80)}.md"
     _paper_page_decisions(p, topics, children, generic)
     _child_decisions(p, children)

@@ -7,15 +7,16 @@ Read only: nothing here writes.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from ..errors import EpistemeError, NotFoundError
 from ..paper import PaperSection
 from ..wiki.edit import load_page
-from .decisions import sanitize_title
+from .decisions import escape_html, normal_case, sanitize_title
 
 # no wiki text comes from these (objects are quoted from the sections they belong to)
 SKIPPED_KINDS = frozenset({"references", "front", "table", "figure", "algorithm", "footnote"})
@@ -71,8 +72,28 @@ def load_paper(settings, paper_id: str) -> PaperInfo:
             raise NotFoundError(f"paper {paper_id!r} is not ingested in this wiki (ingested: {known})")
         sections = store.paper_sections(paper_id)
     title = (row.get("title") or "").strip() or Path(paper_id).stem
-    return PaperInfo(paper_id, sanitize_title(title), list(row.get("authors") or []), sections,
+    # headings as every writer and the plan show them: title case for ALL CAPS, HTML escaped
+    acronyms = paper_acronyms(sections)
+    sections = [s if s.title == (t := escape_html(normal_case(s.title, acronyms))) else replace(s, title=t)
+                for s in sections]
+    authors = [escape_html(str(a)) for a in (row.get("authors") or [])]
+    return PaperInfo(paper_id, sanitize_title(normal_case(title, acronyms)), authors, sections,
                      dict(row.get("meta") or {}))
+
+
+_ACRONYM = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]*[A-Z0-9](?![\w-])")
+
+
+def paper_acronyms(sections: list[PaperSection]) -> set[str]:
+    """Words the paper writes in capitals in its prose at least twice ("RNN", "BLEU"): kept
+    in capitals when its ALL-CAPS headings are put in title case (:func:`normal_case`)."""
+    counts: dict[str, int] = {}
+    for s in sections:
+        if s.kind in ("references", "front"):
+            continue
+        for w in _ACRONYM.findall(s.text):
+            counts[w] = counts.get(w, 0) + 1
+    return {w for w, n in counts.items() if n >= 2}
 
 
 def resolve_paper_id(settings, paper: str) -> str:

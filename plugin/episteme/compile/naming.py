@@ -54,11 +54,24 @@ def is_framing(section: PaperSection) -> bool:
     return section.kind == "abstract" or _title_key(section.title) in FRAMING_TITLES
 
 
+#: words that name no topic on their own: a heading made only of these (and of articles and
+#: ordinals), such as "A First Algorithm", "A Dilemma", "Main Results", "Acknowledgement",
+#: organises the paper (issue 35: such headings became top-level pages of a 74-paper wiki)
+GENERIC_HEAD_WORDS = frozenset(["acknowledgement", "acknowledgements", "acknowledgment", "acknowledgments", "algorithm", "algorithms", "analysis", "appendix", "approach", "approaches", "attempt", "background", "case", "cases", "conclusion", "conclusions", "dilemma", "discussion", "evaluation", "example", "examples", "experiment", "experiments", "extension", "extensions", "idea", "ideas", "implementation", "introduction", "lemma", "limitations", "main", "method", "methods", "model", "models", "notation", "observation", "observations", "overview", "preliminaries", "problem", "problems", "proof", "proofs", "remark", "remarks", "result", "results", "setting", "settings", "setup", "solution", "solutions", "step", "steps", "summary", "theorem"])
+_HEAD_FILLER = frozenset(["a", "an", "the", "our", "some", "more", "further", "final", "first", "second", "third", "fourth", "fifth", "last", "next", "other", "another", "simple", "naive", "basic", "general", "new", "and", "of"])
+
+
 def is_generic(section: PaperSection) -> bool:
+    """Whether a heading frames or organises the paper instead of naming a topic: the abstract,
+    a heading of :data:`GENERIC_TITLES`, or one made only of :data:`GENERIC_HEAD_WORDS` with
+    articles and ordinals ("A Second Algorithm")."""
     if section.kind in ("abstract",):
         return True
-    t = re.sub(r"[^a-z ]+", " ", section.title.lower())
-    return " ".join(t.split()) in GENERIC_TITLES
+    t = " ".join(re.sub(r"[^a-z ]+", " ", section.title.lower()).split())
+    if t in GENERIC_TITLES:
+        return True
+    words = [w for w in t.split() if w not in _HEAD_FILLER]
+    return bool(words) and all(w in GENERIC_HEAD_WORDS for w in words)
 
 
 def short_title(title: str) -> str:
@@ -70,19 +83,43 @@ def short_title(title: str) -> str:
     return " ".join(words[:6]) if len(words) > 6 else title
 
 
+#: longest paper-page slug: a whole title fits (cut at a word beyond this)
+PAPER_SLUG_CHARS = 100
+
+
+def title_slug(title: str, limit: int = PAPER_SLUG_CHARS) -> str:
+    """The slug of a whole title, cut at a word when longer than ``limit``."""
+    slug = slugify(title, max_len=10_000)
+    if len(slug) > limit:
+        cut = slug[:limit + 1]
+        slug = cut.rsplit("-", 1)[0] if "-" in cut else slug[:limit]
+    return slug
+
+
+def _cites(wiki, rel: str, paper_id: str) -> bool:
+    try:
+        _, _, fm = load_page(wiki, rel)
+    except Exception:  # noqa: BLE001 - an unreadable page is not ours to reuse
+        return False
+    return paper_id in [str(s) for s in (fm.get("sources") or [])]
+
+
 def paper_page_for(wiki, info: PaperInfo) -> str:
-    """``papers/<slug>.md`` for the paper; a slug taken by another paper's page falls back to
-    the stored file name."""
-    for stem in (slugify(short_title(info.title), max_len=60), slugify(info.id.rsplit(".", 1)[0], max_len=60)):
+    """``papers/<slug-of-the-whole-title>.md`` for the paper (issue 34: a cut title such as
+    ``learning-deep-transformer-models-for-machine`` reads as a typo).  A page this paper
+    already has keeps its name -- also one named by the older rule (the title before a colon
+    or its first six words) -- and a slug taken by another paper's page falls back to the
+    stored file name."""
+    whole = title_slug(info.title)
+    older = slugify(short_title(info.title), max_len=60)
+    by_file = slugify(info.id.rsplit(".", 1)[0], max_len=60)
+    for stem in dict.fromkeys((whole, older, by_file)):
         rel = f"{PAPERS_FOLDER}/{stem}.md"
-        path = wiki / rel
-        if not path.exists():
+        if (wiki / rel).exists() and _cites(wiki, rel, info.id):
             return rel
-        try:
-            _, _, fm = load_page(wiki, rel)
-        except Exception:  # noqa: BLE001 - an unreadable page is not ours to reuse
-            continue
-        if info.id in [str(s) for s in (fm.get("sources") or [])]:
+    for stem in (whole, by_file):
+        rel = f"{PAPERS_FOLDER}/{stem}.md"
+        if not (wiki / rel).exists():
             return rel
     return f"{PAPERS_FOLDER}/{slugify(info.id, max_len=70)}.md"
 

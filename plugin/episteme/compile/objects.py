@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from .decisions import escape_html
+
 #: object kinds a wiki section mentions (footnotes stay with the paper)
 QUOTED_KINDS = ("table", "figure", "algorithm")
 #: at most this many objects per wiki section (a results section can hold a dozen figures)
@@ -32,8 +34,10 @@ def paper_objects(settings, paper_id: str) -> list[dict]:
 def section_objects(objects: list[dict], number: str | None, title: str) -> list[dict]:
     """The objects printed in the paper section ``number title`` (the splitter records each
     object's section as ``"<number> <title>"``)."""
-    key = f"{number or ''} {title}".strip()
-    return [o for o in objects if (o.get("section") or "").strip() == key]
+    key = f"{number or ''} {title}".strip().casefold()
+    # case and HTML escapes folded: a loaded paper's headings are in title case and escaped
+    # (:func:`episteme.compile.inputs.load_paper`), the store keeps them as printed
+    return [o for o in objects if escape_html((o.get("section") or "").strip()).casefold() == key]
 
 
 def caption_sentence(caption: str, limit: int = 240) -> str:

@@ -198,6 +198,7 @@ def run_batch(wiki: str | os.PathLike, items: list[dict[str, Any]], *, known_sou
                         body=it["body"], sources=sources, page_title=it.get("page_title"),
                         page_type=it.get("type"), tags=it.get("tags") or [],
                         after=it.get("after"), level=int(it.get("level") or 2),
+                        page_fields=it.get("page_fields"),  # set by the command, never a line
                     )
                 else:
                     page = it.get("page") or w.page_of(it["section_id"])

@@ -206,6 +206,151 @@ def write_index_md(wiki: str | os.PathLike, index: IndexMd) -> bool:
     return True
 
 
+# ------------------------------------------------------------------ index.md: the contents
+
+#: The heading between the contents (for readers) and the section map (for the writer): the
+#: text above the first ``## sec_NNN`` entry is the index's free header, so the contents live
+#: there and every parser and incremental write of the section map is unchanged.
+SECTION_MAP_HEADING = "# Section map"
+CONTENTS_INTRO = (
+    "The wiki's table of contents: every paper with its pages, then every topic page by kind.\n"
+    "Written by episteme from the pages after each write; the section map below is the writer's\n"
+    "(one entry per section: what it covers, its page, its source papers).\n"
+)
+#: the order (and headings) of topic page types in the contents
+_TYPE_GROUPS = (("method", "Methods"), ("concept", "Concepts"), ("dataset", "Datasets"),
+                ("entity", "Tools and entities"), ("comparison", "Comparisons"),
+                ("synthesis", "Syntheses"), ("note", "Notes"))
+_CHILD_TYPES = frozenset({"result", "setup", "dataset"})
+GIST_CHARS = 110
+
+
+@dataclass
+class ContentsPage:
+    """What the contents show of one page: its path, frontmatter and first section's line."""
+
+    path: str
+    props: Mapping[str, object]
+    description: str = ""
+
+    @property
+    def title(self) -> str:
+        t = self.props.get("title")
+        return " ".join(str(t).split()) if t else Path(self.path).stem.replace("-", " ")
+
+    @property
+    def type(self) -> str:
+        return str(self.props.get("type") or "")
+
+    @property
+    def sources(self) -> list[str]:
+        v = self.props.get("sources") or []
+        return [str(x) for x in v] if isinstance(v, list) else [str(v)]
+
+    def link(self, label: str | None = None) -> str:
+        text = " ".join((label or self.title).replace("[", "(").replace("]", ")").replace("|", "/").split())
+        return f"[[{self.path[:-3] if self.path.endswith('.md') else self.path}|{text}]]"
+
+
+def _cut(text: str, limit: int = GIST_CHARS) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0].rstrip(" ,;:") + "…"
+
+
+def _byline(props: Mapping[str, object]) -> str:
+    authors = props.get("authors") or []
+    names = [str(a) for a in authors] if isinstance(authors, list) else [str(authors)]
+    who = ""
+    if names:
+        last = names[0].split()[-1] if names[0].split() else names[0]
+        who = last + (" et al." if len(names) > 2 else f" and {names[1].split()[-1]}" if len(names) == 2 and names[1].split() else "")
+    bits = [b for b in (who, str(props.get("year") or "")) if b]
+    return ", ".join(bits)
+
+
+def render_contents(pages: Iterable[ContentsPage]) -> str:
+    """The header of ``index.md``: ``# Index``, the papers (each with its own pages and the
+    topic pages that draw on it), the topic pages grouped by type, one line each with a
+    ``[[link]]`` and what its first section covers; then :data:`SECTION_MAP_HEADING`.
+    Deterministic (sorted by title, then path), so an unchanged wiki rewrites nothing."""
+    pages = sorted(pages, key=lambda p: (p.title.lower(), p.path))
+    papers = [p for p in pages if p.type == "paper"]
+    paper_paths = {p.path for p in papers}
+    children: dict[str, list[ContentsPage]] = {}
+    topics: list[ContentsPage] = []
+    for p in pages:
+        if p.path in paper_paths:
+            continue
+        parent = str(p.props.get("paper") or "")
+        if p.type in _CHILD_TYPES and parent in paper_paths:
+            children.setdefault(parent, []).append(p)
+        elif p.type in _CHILD_TYPES and p.path.startswith("papers/"):
+            owner = next((q.path for q in papers if p.path.startswith(q.path[:-3] + "-")), None)
+            (children.setdefault(owner, []) if owner else topics).append(p)
+        else:
+            topics.append(p)
+    lines = ["# Index", "", CONTENTS_INTRO.rstrip("\n"), ""]
+    if papers:
+        lines += [f"# Papers ({len(papers)})", ""]
+        for p in papers:
+            by = _byline(p.props)
+            lines.append(f"- {p.link()}" + (f" — {by}" if by else ""))
+            own = children.get(p.path, [])
+            if own:
+                suffix = f" ({p.title})"  # "Results (Paper A)" under Paper A is "Results"
+                lines.append("  - its results, setup and data: " + ", ".join(
+                    c.link(c.title[: -len(suffix)] if c.title.endswith(suffix) else None) for c in own))
+            drawn = [t for t in topics if set(t.sources) & set(p.sources)]
+            if drawn:
+                lines.append("  - topics: " + ", ".join(t.link() for t in drawn))
+        lines.append("")
+    if topics:
+        lines += [f"# Topics ({len(topics)})", ""]
+        known = {t for t, _ in _TYPE_GROUPS}
+        groups = [(name, [t for t in topics if t.type == key]) for key, name in _TYPE_GROUPS]
+        groups.append(("Other pages", [t for t in topics if t.type not in known]))
+        for name, group in groups:
+            if not group:
+                continue
+            lines += [f"**{name}**", ""]
+            for t in group:
+                n = len(t.sources)
+                tail = f" ({n} papers)" if n > 1 else ""
+                desc = t.description
+                if desc.lower().startswith(t.title.lower() + ":"):  # "Attention: ..." under Attention
+                    desc = desc[len(t.title) + 1:].strip()
+                lines.append(f"- {t.link()}" + (f" — {_cut(desc)}" if desc else "") + tail)
+            lines.append("")
+    lines += [SECTION_MAP_HEADING, ""]
+    return "\n".join(lines) + "\n"
+
+
+def refresh_contents(wiki: str | os.PathLike) -> bool:
+    """Rewrite the contents at the top of ``index.md`` from the pages (their frontmatter) and
+    the section map (each page's first section's description), keeping the section map as it
+    is.  Returns False (and writes nothing) when unchanged or when ``index.md`` is missing.
+    Call it under ``wiki_lock``, after a write has finished (the writers do)."""
+    from .scan import scan
+
+    path = Path(wiki) / INDEX_MD
+    text = _read_or_none(path)
+    if text is None:
+        return False
+    idx = parse_index_md(text)
+    first: dict[str, str] = {}
+    for sid in sorted(idx.entries, key=section_sort_key):
+        e = idx.entries[sid]
+        first.setdefault(e.page, e.description)
+    pages = [ContentsPage(p.id, p.props or {}, first.get(p.id, ""))
+             for p in scan(wiki, lines=False).pages if not p.fm_error]
+    idx.header = render_contents(pages)
+    new = idx.render()
+    if new == text:
+        return False
+    atomic_write_text(path, new)
+    return True
+
+
 # -------------------------------------------------------------------------------- index.json
 
 
