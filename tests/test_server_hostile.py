@@ -126,3 +126,23 @@ def test_a_blank_token_does_not_pass_the_public_bind_check(token):
     with pytest.raises(UsageError, match="without a token"):
         check_bind("0.0.0.0", token)
     check_bind("0.0.0.0", " t0ken ")
+
+
+def test_serve_refuses_a_public_bind_with_a_blank_token(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from serverlive import free_port
+
+    for args, env_token in ((["--token", "  "], None), ([], " \t ")):
+        env = {k: v for k, v in os.environ.items() if k != "EPISTEME_TOKEN"}
+        if env_token is not None:
+            env["EPISTEME_TOKEN"] = env_token
+        proc = subprocess.run([sys.executable, "-m", "episteme.cli", "serve", "--wiki",
+                               str(tmp_path / "w"), "--host", "0.0.0.0", "--port",
+                               str(free_port()), *args],
+                              capture_output=True, text=True, timeout=60, env=env)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "refusing to listen on 0.0.0.0 without a token" in proc.stderr
+        assert not (tmp_path / "w").exists()
