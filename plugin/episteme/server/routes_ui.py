@@ -38,7 +38,7 @@ def router(services: Services) -> APIRouter:
 
     @r.get("/health", summary="Liveness and what is loaded")
     def health() -> dict:
-        from ..stores.embedding import loaded_models
+        from ..stores.embedding import embedder_loaded
 
         return {
             "status": "ok",
@@ -46,7 +46,7 @@ def router(services: Services) -> APIRouter:
             "wiki": str(settings.wiki),
             "auth": bool(services.token),
             "warm": {
-                "embedder": bool(loaded_models()),
+                "embedder": embedder_loaded(),
                 "query_engine": services.engine_loaded,
             },
             "llm_configured": bool(settings.api_key),

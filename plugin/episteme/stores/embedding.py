@@ -307,6 +307,13 @@ _CACHE: dict[str, Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
+def embedder_loaded() -> bool:
+    """Whether this process has loaded an embedder yet (the server's health check reports it:
+    the first question of a cold server waits for the model)."""
+    with _CACHE_LOCK:
+        return bool(_CACHE)
+
+
 def load_embedder(name: str = DEFAULT_MODEL) -> Embedder:
     """Load (once per process) the embedder for a model name."""
     with _CACHE_LOCK:
@@ -316,13 +323,6 @@ def load_embedder(name: str = DEFAULT_MODEL) -> Embedder:
             else:
                 _CACHE[name] = SentenceTransformerEmbedder(name.removeprefix("st:"))
         return _CACHE[name]
-
-
-def loaded_models() -> list[str]:
-    """The model names whose embedder this process has loaded (the server's ``/health`` says
-    whether it is warm), without loading one."""
-    with _CACHE_LOCK:
-        return list(_CACHE)
 
 
 def get_embedder(settings) -> Embedder:
