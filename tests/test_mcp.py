@@ -119,6 +119,11 @@ async def _hostile_run(wiki: Path, other: Path, allowed: Path, nowhere: Path) ->
         out["huge_seed"] = outcome(await s.call_tool("graph", {"mode": "neighbors",
                                                                "seed": "s" * 200_000}))
         out["mode_opt"] = outcome(await s.call_tool("graph", {"mode": "--help"}))
+        body = "line\u2028separators\u2029inside\u0085one paragraph.\n"
+        out["separators"] = outcome(await s.call_tool("write_sections", {
+            "writes": [{"op": "create", "page": "seps", "title": "Separators",
+                        "description": "a body with Unicode line separators", "body": body}],
+            "source": "s.pdf"}))
     return out
 
 
@@ -136,6 +141,8 @@ def test_mcp_tools_are_confined_to_the_wiki_and_values_are_never_options(tmp_pat
     command line is passed on stdin or refused with a clear error."""
     wiki, other, allowed, nowhere = (tmp_path / n for n in ("wiki", "other", "allowed", "nowhere"))
     _page(wiki)
+    (wiki / "raw").mkdir()
+    (wiki / "raw" / "s.pdf").write_bytes(b"%PDF-1.4\n%%EOF\n")  # a source name to cite
     other_page = _page(other)
     before = other_page.read_bytes()
     _page(allowed)
@@ -155,3 +162,5 @@ def test_mcp_tools_are_confined_to_the_wiki_and_values_are_never_options(tmp_pat
     assert is_error and "over the limit of" in text, text[:300]
     is_error, text = out["mode_opt"]
     assert is_error and "--help" in text and "usage" not in text.lower(), text[:300]
+    assert out["separators"][0] is False, out["separators"]  # one batch line, not three
+    assert "separators\u2029inside\u0085one" in (wiki / "seps.md").read_text(encoding="utf-8")

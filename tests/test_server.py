@@ -213,7 +213,7 @@ def test_size_and_page_limits(limited, papers_dir):
 def test_chat_rejects_malformed_requests(live):
     status, body, _ = post_json(live.url, "/chat", b'{"query": "unterminated')
     assert status == 400 and body == {"error": "malformed JSON in the request body"}
-    status, body, _ = post_json(live.url, "/chat", {"question": "wrong key"})
+    status, body, _ = post_json(live.url, "/chat", {"q": "wrong key"})
     assert status == 422 and "query" in body["error"]
     status, body, _ = post_json(live.url, "/chat", {"query": ""})
     assert status == 422 and "query" in body["error"]

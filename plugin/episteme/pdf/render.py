@@ -12,7 +12,11 @@ Why it looks like this:
 - **One lock.**  PDFium is not thread-safe; every call into it (here and in
   :mod:`episteme.pdf.highlight`) holds :data:`PDFIUM_LOCK`, so the server's thread pool is safe.
 - **Cached on disk** under ``<wiki>/.episteme/pages/``, keyed by the paper's name, size and
-  modification time (a re-ingested file never shows a stale image), written atomically.
+  modification time (a re-ingested file never shows a stale image), written atomically.  The
+  cache is bounded, because any page can ask for it: scales are snapped to quarter steps (what
+  the viewer asks for anyway), so a page has at most 16 images, and past
+  :data:`PAGE_CACHE_MAX_BYTES` the oldest images are removed (a page image is re-rendered in tens
+  of milliseconds, so first-in-first-out is enough; a hit leaves the file untouched).
 - **Annotations are not drawn**: a PDF that someone highlighted before adding it would show
   their marks in the same colour as the evidence.
 - **Names are checked before any path is built**: a paper is a plain ``*.pdf`` file name that
@@ -27,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import math
+import os
 import struct
 import threading
 import zlib
@@ -44,6 +49,12 @@ DEFAULT_SCALE = 1.5
 #: refuse renders above this many pixels (a poster-sized page at scale 4 would be gigabytes)
 MAX_PIXELS = 40_000_000
 CACHE_DIR = "pages"
+#: cached images are rendered at multiples of this scale: the viewer (static/evidence.js) asks
+#: for zoom x devicePixelRatio rounded to 0.25, so it never sees the snap
+CACHE_SCALE_STEP = 0.25
+#: the page-image cache's size: ~500 page images at the viewer's usual scale (a page at 1.5 is
+#: 0.3-0.8 MB); the oldest go first
+PAGE_CACHE_MAX_BYTES = 256 * 1024 * 1024
 #: part of the cache key: bump when the rendering changes, so no stale image is served
 RENDER_VERSION = 2
 #: highlight colour (multiplied over the page like a marker pen, so the text stays legible)
@@ -98,6 +109,13 @@ def check_scale(scale: float | str | None) -> float:
     if not math.isfinite(s) or not MIN_SCALE <= s <= MAX_SCALE:
         raise UsageError(f"scale must be between {MIN_SCALE} and {MAX_SCALE}, not {scale!r}")
     return round(s, 2)
+
+
+def cache_scale(scale: float | str | None) -> float:
+    """``scale`` checked (:func:`check_scale`) and snapped to the nearest multiple of
+    :data:`CACHE_SCALE_STEP`, so requests cannot fill the cache with one image per float."""
+    s = check_scale(scale)
+    return min(MAX_SCALE, max(MIN_SCALE, round(s / CACHE_SCALE_STEP) * CACHE_SCALE_STEP))
 
 
 # ------------------------------------------------------------------------------- documents
@@ -247,13 +265,15 @@ def cache_path(data_dir: Path, pdf: Path, page: int, scale: float) -> Path:
     return Path(data_dir) / CACHE_DIR / f"{stem}-{digest}" / f"p{page}@{scale:g}.png"
 
 
-def page_png(settings, paper: str, page: int | str, scale: float | str | None = None) -> Path:
-    """The cached PNG of a page of ``paper`` (rendered now if missing): a path under
-    ``<wiki>/.episteme/pages/``.  NotFoundError for an unknown paper or page, UsageError for a
-    scale out of bounds."""
+def page_png(settings, paper: str, page: int | str, scale: float | str | None = None, *,
+             max_cache_bytes: int = PAGE_CACHE_MAX_BYTES) -> Path:
+    """The cached PNG of a page of ``paper`` (rendered now if missing) at ``scale`` snapped to
+    :data:`CACHE_SCALE_STEP`: a path under ``<wiki>/.episteme/pages/``.  A new image makes room
+    for itself within ``max_cache_bytes``.  NotFoundError for an unknown paper or page,
+    UsageError for a scale out of bounds."""
     from ..fsutil import atomic_write_bytes
 
-    s = check_scale(scale)
+    s = cache_scale(scale)
     pdf = paper_pdf(settings.wiki, paper)
     with open_document(pdf) as doc:
         n = check_page(doc, page, pdf.name)
@@ -262,7 +282,44 @@ def page_png(settings, paper: str, page: int | str, scale: float | str | None = 
             return target
         rgb, _geo = render_rgb(doc, n, s)
     atomic_write_bytes(target, encode_png(rgb))
+    evict_pages(settings.data_dir, max_cache_bytes, keep=target)
     return target
+
+
+_EVICT_LOCK = threading.Lock()
+
+
+def evict_pages(data_dir: Path, max_bytes: int, *, keep: Path | None = None) -> int:
+    """Remove the oldest page images until the cache holds at most ``max_bytes``
+    (never ``keep``, the image just asked for); returns how many were removed.  Only the
+    cache's own ``<paper>/p<N>@<scale>.png`` files are counted or removed, never through a
+    symlink."""
+    root = Path(data_dir) / CACHE_DIR
+    files: list[tuple[int, int, str]] = []
+    with _EVICT_LOCK:
+        try:
+            folders = [d for d in os.scandir(root) if d.is_dir(follow_symlinks=False)]
+        except OSError:
+            return 0
+        for folder in folders:
+            with contextlib.suppress(OSError):
+                for f in os.scandir(folder.path):
+                    if f.name.startswith("p") and f.name.endswith(".png") \
+                            and f.is_file(follow_symlinks=False):
+                        st = f.stat(follow_symlinks=False)
+                        files.append((st.st_mtime_ns, st.st_size, f.path))
+        total = sum(size for _m, size, _p in files)
+        removed = 0
+        for _mtime, size, path in sorted(files):
+            if total <= max_bytes:
+                break
+            if keep is not None and path == str(keep):
+                continue
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+                total -= size
+                removed += 1
+    return removed
 
 
 def highlighted_png(wiki: Path, paper: str, page: int, boxes: list[dict],

@@ -58,7 +58,7 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
         ) from e
     from . import routes_ingest, routes_papers, routes_query, routes_ui, routes_wiki
     from .httperrors import install_error_handlers
-    from .safety import UploadLimit, make_guard
+    from .safety import BodyLimit, body_limit, make_guard
 
     services = Services(settings, token=token, write_mode=write_mode)
 
@@ -86,14 +86,15 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     # in this order: it is the order of /openapi.json, and /wiki/{page}/claims must come first
     for area in (routes_ui, routes_ingest, routes_query, routes_papers, routes_wiki):
         app.include_router(area.router(services))
-    app.add_middleware(UploadLimit,
-                       limit=lambda: services.settings.max_pdf_bytes * MAX_UPLOAD_FILES)
+    app.add_middleware(BodyLimit,
+                       limit_for=lambda method, path: body_limit(services, method, path))
     return app
 
 
 def serve(settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
           write_mode: str | None = None, log_level: str = "info") -> None:
     """Run the app with uvicorn (blocking)."""
+    token = (token or "").strip() or None
     check_bind(host, token)
     try:
         import uvicorn

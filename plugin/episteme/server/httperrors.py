@@ -23,6 +23,11 @@ class JobStopped(EpistemeError):
         self.kind = kind
 
 
+class BodyTooLarge(Exception):
+    """Raised into the app when a request body passes its limit while streaming in;
+    :class:`.safety.BodyLimit` answers the 413 (not an error to log)."""
+
+
 def status_for(err: BaseException) -> int:
     """The HTTP status for an error, from its type (never from parsing its message)."""
     from ..pdf.split import PdfError
@@ -95,6 +100,8 @@ def install_error_handlers(app) -> None:
 
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, exc: Exception):
+        if isinstance(exc, BodyTooLarge):  # BodyLimit replaces this reply with its 413
+            return JSONResponse({"error": "request body too large"}, status_code=413)
         print(f"episteme serve: {request.method} {request.url.path} failed:", file=sys.stderr)
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
         return JSONResponse({"error": INTERNAL_ERROR}, status_code=500)

@@ -17,10 +17,10 @@ import uuid
 from collections import OrderedDict
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 from ..errors import EpistemeError, NotFoundError
 from .httperrors import JobStopped, error_body, status_for
+from .shapes import JobJSON
 
 __all__ = ["MAX_JOBS_KEPT", "Job", "JobQueue", "JobStopped", "ProgressEmbedder", "iso_time"]
 
@@ -80,8 +80,9 @@ class Job:
         self.sections_total = len(passages_per_section)
         self.progress("embedding", 0, self._cum[-1] if self._cum else 0, "passages")
 
-    def to_json(self) -> dict:
-        out: dict[str, Any] = {
+    def to_json(self) -> JobJSON:
+        """The job as ``GET /jobs/{id}`` reports it."""
+        out: JobJSON = {
             "job": self.id,
             "kind": self.kind,
             "paper": self.paper,

@@ -165,7 +165,8 @@ def build_server(wikis: Wikis | None = None):
         per write or via source. Validated as a whole first: one bad write, nothing written."""
         if not isinstance(writes, list) or not writes:
             raise ToolError("writes must be a non-empty list of write objects")
-        lines = "\n".join(json.dumps(w, ensure_ascii=False) for w in writes)
+        # ASCII JSON: a body holding U+2028, U+2029 or U+0085 stays on its one line
+        lines = "\n".join(json.dumps(w, ensure_ascii=True) for w in writes)
         return call("write-section", wiki, ["--batch", *_opt("--source", source or None),
                                             *_opt("--subject", subject or None)], stdin=lines)
 

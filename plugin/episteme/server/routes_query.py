@@ -18,7 +18,8 @@ def router(services: Services) -> APIRouter:
     def chat(body: ChatRequest) -> dict:
         """``{"answer", "wiki_sections_used", "sources": [{paper, section, passage, similarity,
         page, claim}], "unsupported_claims", "claims", "mode"}``: the answer is written from the
-        retrieved wiki sections, then each claim is traced to the papers' passages."""
+        retrieved wiki sections, then each claim is traced to the papers' passages.  The body is
+        ``{"query": ...}``; ``{"question": ...}`` (the MCP tool's name) is accepted too."""
         q = body.query.strip()
         if not q:
             raise UsageError("query is empty")

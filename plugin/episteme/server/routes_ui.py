@@ -39,7 +39,7 @@ def router(services: Services) -> APIRouter:
     @r.get("/health", summary="Liveness and what is loaded")
     def health() -> dict:
         from ..llm.client import llm_mode, model_label
-        from ..stores.embedding import loaded_models
+        from ..stores.embedding import embedder_loaded
 
         return {
             "status": "ok",
@@ -47,7 +47,7 @@ def router(services: Services) -> APIRouter:
             "wiki": str(settings.wiki),
             "auth": bool(services.token),
             "warm": {
-                "embedder": bool(loaded_models()),
+                "embedder": embedder_loaded(),
                 "query_engine": services.engine_loaded,
             },
             "llm_configured": llm_mode(settings) == "claude",

@@ -1,7 +1,7 @@
 """Who may talk to the server: the bind check (no public address without a token), the
-browser guard (Host and Origin checks against DNS rebinding and cross-site forms), the bearer
-token, the security headers of the UI, and the upload byte limit enforced while the body
-streams in.
+browser guard (Host, Origin, Referer and Sec-Fetch-Site checks against DNS rebinding, cross-site
+forms and another site's ``<img>``), the bearer token, the security headers of the UI, and the
+body limits (every request; uploads apart) enforced while the body streams in.
 
 Why these are middleware, not per-route checks: a route that forgets one is the hole, and the
 multipart parser would read a whole oversized body before any route ran.
@@ -13,11 +13,15 @@ import sys
 import traceback
 
 from ..errors import UsageError
-from .httperrors import INTERNAL_ERROR
+from .httperrors import INTERNAL_ERROR, BodyTooLarge
 from .uploads import MAX_UPLOAD_FILES, MULTIPART_SLACK
 
 PUBLIC_PATHS = frozenset({"/", "/health", "/docs", "/openapi.json", "/docs/oauth2-redirect",
                           "/favicon.ico"})
+#: the largest body of any request but an upload: the JSON routes take a question of at most
+#: 4,000 and an answer of 20,000 characters (:mod:`.schemas`), which JSON escapes can make six
+#: times longer; a body past this is refused (413) as it streams in, never read whole
+MAX_JSON_BODY = 1024 * 1024
 #: the UI's pages and files: only our own scripts, styles and images, never framed
 CONTENT_SECURITY_POLICY = (
     "default-src 'self'; img-src 'self' data: blob:; style-src 'self'; "
@@ -38,7 +42,7 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, token: str | None) -> None:
     """Refuse to listen beyond loopback without a bearer token (anyone on the network could
     otherwise write to the wiki and spend the LLM budget)."""
-    if not is_loopback(host) and not token:
+    if not is_loopback(host) and not (token or "").strip():
         raise UsageError(
             f"refusing to listen on {host} without a token: pass --token T "
             "(or set EPISTEME_TOKEN), or bind 127.0.0.1"
@@ -60,21 +64,47 @@ def browser_guard(request, token: str | None) -> str | None:
     hostile site can POST a multipart upload here without any CORS preflight, and a DNS
     rebinding attack makes a hostile name resolve to 127.0.0.1.  So: without a token, the Host
     header must be a loopback name; and a state-changing request that carries an Origin must
-    come from this very origin (our UI always does)."""
+    come from this very origin (our UI always does).  Reads do work too (a page image is
+    rendered, a page's claims verified), and another site's ``<img>`` or ``fetch`` sends no
+    Origin on a GET: so every API request (the UI's own files apart) that says it comes from
+    elsewhere -- by its Origin, ``Sec-Fetch-Site`` or Referer -- is refused as well.  A client
+    that is not a browser sends none of them and is not affected."""
     from urllib.parse import urlsplit
 
     host = request.headers.get("host", "")
     if not token and host and not is_loopback(host_name(host)):
         return f"host {host!r} refused: this server only answers to loopback names"
     origin = request.headers.get("origin")
-    if origin and request.method not in ("GET", "HEAD", "OPTIONS"):
-        parts = urlsplit(origin)
-        if origin == "null" or parts.netloc.lower() != host.lower():
-            return "cross-origin request refused"
+    foreign_origin = bool(origin) and (origin == "null"
+                                       or urlsplit(origin).netloc.lower() != host.lower())
+    if foreign_origin and request.method not in ("GET", "HEAD", "OPTIONS"):
+        return "cross-origin request refused"
+    path = request.url.path
+    if path in PUBLIC_PATHS or path.startswith("/static/"):
+        return None  # the UI may be opened from a link anywhere
+    if foreign_origin:
+        return "cross-origin request refused"
+    if request.headers.get("sec-fetch-site", "").lower() in ("cross-site", "same-site"):
+        return "cross-site request refused"
+    referer = request.headers.get("referer")
+    if referer and urlsplit(referer).netloc.lower() != host.lower():
+        return "cross-site request refused"
     return None
 
+
+def body_limit(services, method: str, path: str) -> tuple[int, str] | None:
+    """``(bytes allowed, the 413's message)`` for a request's body, or None for no limit: an
+    upload's is the per-file limit x files + multipart framing, any other's
+    :data:`MAX_JSON_BODY`."""
+    if method == "POST" and path == "/ingest":
+        limit = services.settings.max_pdf_bytes * MAX_UPLOAD_FILES
+        if not limit:
+            return None
+        return limit + MULTIPART_SLACK, f"the upload is over the limit of {limit} bytes"
+    return MAX_JSON_BODY, f"the request body is over the limit of {MAX_JSON_BODY} bytes"
+
 def make_guard(services):
-    """The ``http`` middleware of the app: the browser guard, the upload's Content-Length, the
+    """The ``http`` middleware of the app: the browser guard, the body's Content-Length, the
     bearer token, then the UI's security headers on the way out."""
     from fastapi import Request
     from fastapi.responses import JSONResponse
@@ -84,17 +114,22 @@ def make_guard(services):
         refusal = browser_guard(request, services.token)
         if refusal:
             return JSONResponse({"error": refusal}, status_code=403)
+        try:
+            length = int(request.headers.get("content-length", "0"))
+        except ValueError:
+            length = 0
         if request.method == "POST" and path == "/ingest":
             limit = services.settings.max_pdf_bytes
-            try:
-                length = int(request.headers.get("content-length", "0"))
-            except ValueError:
-                length = 0
             if limit and length > limit * MAX_UPLOAD_FILES + MULTIPART_SLACK:
                 return JSONResponse(
                     {"error": f"the upload is {length} bytes, over the limit of {limit} bytes "
                               f"per file × {MAX_UPLOAD_FILES} files (EPISTEME_MAX_UPLOAD_FILES)",
                      "details": {"kind": "too_large"}}, status_code=413)
+        elif length > MAX_JSON_BODY:
+            return JSONResponse(
+                {"error": f"the request body is {length} bytes, over the limit of "
+                          f"{MAX_JSON_BODY} bytes", "details": {"kind": "too_large"}},
+                status_code=413)
         if services.token and path not in PUBLIC_PATHS and not path.startswith("/static/"):
             header = request.headers.get("authorization", "")
             scheme, _, given = header.partition(" ")
@@ -105,6 +140,8 @@ def make_guard(services):
                                     headers={"WWW-Authenticate": "Bearer"})
         try:
             response = await call_next(request)
+        except BodyTooLarge:
+            raise  # answered by BodyLimit, outside
         except Exception as exc:  # errors raised below the exception middleware
             traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
             return JSONResponse({"error": INTERNAL_ERROR}, status_code=500)
@@ -117,24 +154,22 @@ def make_guard(services):
     return guard
 
 
-class UploadTooLarge(Exception):
-    pass
+class BodyLimit:
+    """Pure ASGI: counts the bytes of every request body *as they arrive* and answers 413 once
+    they pass the request's limit (:func:`body_limit`).  Why: a chunked body has no
+    Content-Length for the guard to check, the multipart parser would otherwise spool a whole
+    upload to disk, and a JSON route would read any body into memory before it is validated."""
 
-
-class UploadLimit:
-    """Pure ASGI: counts the bytes of a ``POST /ingest`` body *as they arrive* and answers 413
-    once they pass the limit (+ multipart framing).  Why: a chunked upload has no
-    Content-Length for the guard to check, and the multipart parser would otherwise spool the
-    whole body to disk before the endpoint sees a byte of it."""
-
-    def __init__(self, app, limit):
+    def __init__(self, app, limit_for):
         self.app = app
-        self.limit = limit
+        self.limit_for = limit_for
 
     async def __call__(self, scope, receive, send):
-        limit = self.limit() if scope.get("type") == "http" else 0
-        if not limit or scope.get("method") != "POST" or scope.get("path") != "/ingest":
+        rule = self.limit_for(scope["method"], scope["path"]) if scope.get("type") == "http" \
+            else None
+        if rule is None:
             return await self.app(scope, receive, send)
+        limit, message = rule
         seen = 0
         over = False
         started = False
@@ -144,9 +179,9 @@ class UploadLimit:
             message = await receive()
             if message.get("type") == "http.request":
                 seen += len(message.get("body") or b"")
-                if seen > limit + MULTIPART_SLACK:
+                if seen > limit:
                     over = True
-                    raise UploadTooLarge()
+                    raise BodyTooLarge()
             return message
 
         async def guarded_send(message):
@@ -165,8 +200,7 @@ class UploadLimit:
         if over and not started:
             import json
 
-            body = json.dumps({"error": f"the upload is over the limit of {limit} bytes",
-                               "details": {"kind": "too_large"}}).encode()
+            body = json.dumps({"error": message, "details": {"kind": "too_large"}}).encode()
             await send({"type": "http.response.start", "status": 413,
                         "headers": [(b"content-type", b"application/json"),
                                     (b"content-length", str(len(body)).encode()),

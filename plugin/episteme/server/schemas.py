@@ -2,11 +2,14 @@
 lists them in ``/openapi.json``).  The responses are the library's own JSON, documented on each
 route.  (No class docstrings: pydantic would publish them as schema descriptions.)"""
 
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, Field
 
 
 class ChatRequest(BaseModel):  # POST /chat
-    query: str = Field(..., min_length=1, max_length=4000, description="the question")
+    # `question` is accepted too: the MCP `chat` tool and the CLI call it that (issue 34)
+    query: str = Field(..., min_length=1, max_length=4000,
+                       validation_alias=AliasChoices("query", "question"),
+                       description="the question (the name `question` is accepted too)")
 
 
 class TraceRequest(BaseModel):  # POST /trace

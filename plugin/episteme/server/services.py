@@ -19,7 +19,7 @@ class Services:
 
     def __init__(self, settings, *, token: str | None = None, write_mode: str | None = None):
         self.settings = settings
-        self.token = token or None
+        self.token = (token or "").strip() or None  # a blank token is no token
         self.write_mode = write_mode
         timeout = float(os.environ.get("EPISTEME_JOB_TIMEOUT") or 900)
         self.jobs = JobQueue(timeout_s=timeout if timeout > 0 else None)

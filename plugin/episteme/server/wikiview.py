@@ -11,9 +11,10 @@ import contextlib
 from pathlib import Path
 
 from ..errors import EpistemeError, MissingDependencyError, NotFoundError, UsageError
+from .shapes import AnswerView, PageClaimsJSON, PageSummary, SectionRef, WikiPageJSON
 
 
-def section_pages(wiki: Path, section_ids: list[str]) -> list[dict]:
+def section_pages(wiki: Path, section_ids: list[str]) -> list[SectionRef]:
     """``[{id, page, description}]`` for section ids, read from ``index.md``."""
     from ..wiki.index import read_index_md
 
@@ -21,7 +22,7 @@ def section_pages(wiki: Path, section_ids: list[str]) -> list[dict]:
         entries = read_index_md(wiki).entries
     except (EpistemeError, OSError):
         entries = {}
-    out = []
+    out: list[SectionRef] = []
     for sid in section_ids:
         e = entries.get(sid)
         out.append({"id": sid, "page": e.page if e else None,
@@ -35,11 +36,11 @@ def _tags(props: dict) -> list[str]:
     return frontmatter_tags(props)
 
 
-def list_pages(wiki: Path) -> list[dict]:
+def list_pages(wiki: Path) -> list[PageSummary]:
     """Every page with its title, type and tags (read from the files on every call)."""
     from ..wiki.scan import scan_wiki
 
-    out = []
+    out: list[PageSummary] = []
     for p in scan_wiki(wiki):
         t = p.props.get("type")
         out.append({
@@ -89,7 +90,7 @@ def contained(wiki: Path, rel: str) -> Path:
         raise NotFoundError(f"no page matches {rel[:80]!r} ({e.strerror})") from None
 
 
-def read_wiki_page(wiki: Path, page: str) -> dict:
+def read_wiki_page(wiki: Path, page: str) -> WikiPageJSON:
     """One page: frontmatter, markdown, sections (with ids) and where its links point."""
     from ..graph import WikiGraph
     from ..wiki.files import read_bytes
@@ -157,7 +158,7 @@ def read_wiki_page(wiki: Path, page: str) -> dict:
     }
 
 
-def answer_view(wiki: Path, answer: str) -> dict:
+def answer_view(wiki: Path, answer: str) -> AnswerView:
     """An answer as the UI renders it: ``{"text", "links"}`` with its ``[[links]]`` found by
     wiki.links and resolved against the wiki's graph (see :mod:`.pageview`)."""
     from .pageview import graph_resolver, tokenize
@@ -171,7 +172,7 @@ def answer_view(wiki: Path, answer: str) -> dict:
     return {"text": tokenize(answer, refs, resolve), "links": refs}
 
 
-def page_claims(settings, page: str, *, tracer=None, lock=None) -> dict:
+def page_claims(settings, page: str, *, tracer=None, lock=None) -> PageClaimsJSON:
     """The ``lint --claims`` findings of one page, for the wiki view's inline marks.
 
     Sections whose cache entry (``.episteme/claims-cache.json``) still matches their body and
@@ -180,7 +181,7 @@ def page_claims(settings, page: str, *, tracer=None, lock=None) -> dict:
     ingested) answers an empty list with a ``reason``: there is nothing to check against."""
     wiki = Path(settings.wiki)
     pid = read_wiki_page(wiki, page)["page"]  # the same name and path checks as GET /wiki/{page}
-    out: dict = {"page": pid, "findings": [], "reason": None, "summary": None,
+    out: PageClaimsJSON = {"page": pid, "findings": [], "reason": None, "summary": None,
                  "sections_verified": 0, "sections_cached": 0}
     if not Path(settings.sqlite_path).exists():
         out["reason"] = "no papers are ingested in this wiki (no SQLite store): nothing to check claims against"

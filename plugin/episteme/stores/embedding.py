@@ -325,13 +325,6 @@ def load_embedder(name: str = DEFAULT_MODEL) -> Embedder:
         return _CACHE[name]
 
 
-def loaded_models() -> list[str]:
-    """The model names whose embedder this process has loaded (the server's ``/health`` says
-    whether it is warm), without loading one."""
-    with _CACHE_LOCK:
-        return list(_CACHE)
-
-
 def get_embedder(settings) -> Embedder:
     """The process-wide embedder for ``settings.embedding_model``."""
     return load_embedder(getattr(settings, "embedding_model", None) or DEFAULT_MODEL)
