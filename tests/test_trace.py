@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-import episteme.query.trace as trace_mod
 import numpy as np
 import pytest
 from conftest import SCRIPTS
 from episteme.errors import EpistemeError, NotFoundError, UsageError
+from episteme.query.pool import Pool
 from episteme.query.text import longest_common_run, stem
 from episteme.query.trace import MAX_CLAIMS, Tracer, split_claims
 from ingested_wiki import wiki_settings
@@ -273,7 +273,14 @@ def _top(pool) -> dict:
     return pool.info[pool.ids[pool.answer_order()[0]]]
 
 
-def test_a_qualitative_answer_is_cited_to_the_sentence_that_states_it_not_the_table(tracer, monkeypatch):
+def _penalty(pool, value: float):
+    """The same pool scored with another table penalty (the tuning is data, not a global)."""
+    import dataclasses
+
+    return dataclasses.replace(pool, tuning=dataclasses.replace(pool.tuning, table_penalty=value))
+
+
+def test_a_qualitative_answer_is_cited_to_the_sentence_that_states_it_not_the_table(tracer):
     """Table 4's caption and row labels share the answer's words ("English constituency
     parsing", "WSJ", "Berkeley Parser"), but a sentence of section 6.3 says it: with the rule the
     body passage comes first; without it (penalty 0) the table passage did."""
@@ -281,15 +288,13 @@ def test_a_qualitative_answer_is_cited_to_the_sentence_that_states_it_not_the_ta
     assert not pool.numeric.any()
     top = _top(pool)
     assert top["kind"] == "body" and top["section"].endswith("Constituency Parsing"), top["section"]
-    monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.0)
-    assert _top(pool)["kind"] == "table"  # the case the rule exists for, on this real ingest
+    assert _top(_penalty(pool, 0.0))["kind"] == "table"  # the case the rule exists for, on this real ingest
     # and the trace's per-claim ordering follows (the answer-level score is its context prior)
-    monkeypatch.undo()
     res = tracer.trace(QUALITATIVE, papers=[ATT])
     assert res["sources"] and res["sources"][0]["section"].endswith("Constituency Parsing")
 
 
-def test_claims_stating_numbers_keep_table_passages_at_full_strength(tracer, monkeypatch):
+def test_claims_stating_numbers_keep_table_passages_at_full_strength(tracer):
     """An answer about a table value (a claim states a number; "SQuAD v1.1"-like names do not
     count) leaves the tables' answer-level scores untouched, even beside a qualitative claim;
     an answer stating no number has every table passage lowered by exactly the penalty."""
@@ -297,16 +302,12 @@ def test_claims_stating_numbers_keep_table_passages_at_full_strength(tracer, mon
     for answer in (NUMERIC, mixed):
         pool = tracer.score_pool([c.text for c in split_claims(answer)[0]], [ATT])
         assert pool.numeric.any() and pool.table.any()
-        monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.25)
-        with_rule = pool.answer_scores()
-        monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.0)
-        assert np.allclose(with_rule, pool.answer_scores())
+        with_rule = _penalty(pool, 0.25).answer_scores()
+        assert np.allclose(with_rule, _penalty(pool, 0.0).answer_scores())
     assert not pool.numeric.all()  # the mixed answer had a qualitative claim
     pool = tracer.score_pool([c.text for c in split_claims(QUALITATIVE)[0]], [ATT])
-    monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.25)
-    with_rule = pool.answer_scores()
-    monkeypatch.setattr(trace_mod, "TABLE_PENALTY", 0.0)
-    assert np.allclose(pool.answer_scores() - with_rule, 0.25 * pool.table)
+    with_rule = _penalty(pool, 0.25).answer_scores()
+    assert np.allclose(_penalty(pool, 0.0).answer_scores() - with_rule, 0.25 * pool.table)
     names = tracer.score_pool(["Dropping the objective lowers results on SQuAD v1.1 and newstest2014."],
                               [ATT])
     assert not names.numeric.any()
@@ -352,13 +353,13 @@ def test_the_passage_supporting_the_whole_answer_outranks_one_fitting_one_claim(
 
     score = np.asarray([[0.767, 0.729], [0.472, 0.657], [0.551, 0.654]], dtype=np.float32)
     zeros = np.zeros_like(score)
-    pool = trace_mod.Pool(["a", "b", "c"], ["narrow", "broad"], {}, zeros, zeros, zeros, score,
+    pool = Pool(["a", "b", "c"], ["narrow", "broad"], {}, zeros, zeros, zeros, score,
                           np.asarray([38.0, 40.0, 38.0], dtype=np.float32),
                           np.asarray([34.4, 26.8], dtype=np.float32),
                           np.zeros(2, dtype=np.float32))
     assert pool.answer_order() == [1, 0]
     # one claim: its own support decides
-    one = trace_mod.Pool(["a"], ["narrow", "broad"], {}, zeros[:1], zeros[:1], zeros[:1],
+    one = Pool(["a"], ["narrow", "broad"], {}, zeros[:1], zeros[:1], zeros[:1],
                          score[:1], np.asarray([38.0], dtype=np.float32),
                          np.asarray([1.0, 1.0], dtype=np.float32), np.zeros(2, dtype=np.float32))
     assert one.answer_order() == [0, 1]

@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     def body() -> int:
         args = build_parser().parse_args(argv)
         from ..errors import UsageError
-        from ..query.trace import Tracer, format_trace_text
+        from ..query.results import TraceResult, format_trace_text
+        from ..query.trace import Tracer
 
         if args.sections and args.papers:
             raise UsageError("give --sections or --papers, not both")
@@ -70,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         answer = read_answer(args.answer)
         settings = settings_from_args(args)
         tracer = Tracer(settings)
-        result = tracer.trace(answer, sections=args.sections, papers=args.papers, top=args.top,
+        result: TraceResult = tracer.trace(answer, sections=args.sections, papers=args.papers, top=args.top,
                               threshold=args.threshold, include_references=args.include_references)
         result["verifier"] = "offline"
         if args.verifier != "offline":

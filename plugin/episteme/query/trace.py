@@ -26,8 +26,11 @@ filter ``kind = "references"`` unless asked otherwise).
 safe to share between threads.
 
 Why one module: the claim split, the two candidate searches and the rerank share the
-:class:`Tracer`'s open stores, embedder and per-answer :class:`Pool`; the claim-versus-evidence
-comparison itself is apart (:mod:`episteme.query.verify`).
+:class:`Tracer`'s open stores and embedder.  Apart: the per-answer :class:`~.pool.Pool`, the
+result shapes and their text rendering (:mod:`.results`), the calibrated weights
+(:class:`~.trace_tuning.TraceTuning`), the store's SQL (:class:`episteme.stores.sqlite.Store`)
+and the claim-versus-evidence comparison (:mod:`episteme.query.verify`, which never imports
+this module).
 """
 
 from __future__ import annotations
@@ -41,6 +44,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EpistemeError, NotFoundError, UsageError
+from .pool import Pool, bare_title, passage_index
+from .results import (  # format_trace_text and quote re-exported: commands, retrieve and chat
+    ClaimVerdict,
+    TraceResult,
+    TraceScope,
+    format_trace_text,  # noqa: F401
+    public_passage,
+    quote,  # noqa: F401
+)
 from .text import (
     STOP,  # re-exported: verify and retrieve read it from here
     content_terms,
@@ -54,6 +66,8 @@ from .text import (
     word_positions,
     words,
 )
+from .trace_tuning import DEFAULT as DEFAULT_TUNING
+from .trace_tuning import TraceTuning
 from .verify import (
     CONTRADICTED,
     EVIDENCE_K,
@@ -70,50 +84,16 @@ from .verify import (
 MAX_CLAIMS = 40
 MAX_CLAIM_WORDS = 60
 MIN_CLAIM_WORDS = 3  # shorter fragments ("Yes:", "In short,") are folded into the next claim
-DENSE_K = 24  # dense candidates per claim
-LEXICAL_K = 24  # BM25 candidates per claim
 VECTOR_CACHE = 4096  # claim vectors kept by a warm tracer
 TOP_PER_CLAIM = 3  # passages reported per claim
 
-# Support of a passage for a claim = W_COS * cosine + W_COVER * IDF-weighted coverage of the
-# claim's content words + W_RUN * shared-run bonus.
-W_COS = 1.0
-W_COVER = 0.5
-W_RUN = 0.1
-# Order of passages for the answer as a whole: W_ANSWER_MAX x best claim support + the claims'
-# support averaged with weights = how much each claim says (its IDF mass, so "Yes." weighs nothing)
-# + W_ANSWER_BM25 x BM25 of the whole answer (normalised to the pool's best) - SUMMARY_PENALTY
-# for abstract / introduction / conclusion passages, which restate results that a body section
-# states in full (when both match, the body is the better citation).
-W_ANSWER_BM25 = 0.25
-# The best single claim counts half: a passage fitting one claim closely (the sentence that
-# restates "divide by sqrt(d_k)") must not outrank the one that supports the answer's claims
-# together (answers usually come from one place). Measured on dev_trace (answer hit@1 the same
-# for 0.25 .. 0.75, 0.05 lower at 1.0 with the stemmer of session 7; leave-one-out 0.95).
-W_ANSWER_MAX = 0.5
-# Per claim, passages are ordered by their own support + this x the answer-level score
-# (normalised to the best passage), a coherence prior; the claim's support stays its own.
-CLAIM_CONTEXT_WEIGHT = 0.3
-SUMMARY_PENALTY = 0.06
 SUMMARY_TITLES = re.compile(
     r"^(abstract|introduction|conclusions?|summary|concluding remarks|discussion and conclusions?|"
     r"conclusions? and future work)$", re.IGNORECASE)
 SUMMARY_KINDS = ("abstract", "front")
-# A table passage (an object of its own since ingest keeps tables apart: caption + one row per
-# line) matches an answer's words through its caption and row labels, but it *states* values:
-# for claims that assert no number (a qualitative finding, "removing X hurts Y") the sentence
-# of the body that says it is the better citation.  So at the answer level a table passage loses
-# TABLE_PENALTY when no claim of the answer states a number (as the verifier reads numbers: not
-# "SQuAD v1.1" or "newstest2014"); an answer about a table value keeps the table at full
-# strength, even beside a qualitative claim (the table is then a right citation; scaling the
-# penalty by the qualitative claims' share instead cost 2 of 60 two-claim answers their gold
-# table).  The value sits on a plateau: 0.1 to 0.5 give the same ranks (RESULTS-verify.md).
-TABLE_PENALTY = 0.25
 TABLE_KINDS = ("table",)
-RUN_FULL = 6  # a shared run of this many words gets the whole run bonus
-#: Claims whose best passage scores below this are reported as unsupported (calibrated in
-#: benchmarks/bench_trace.py on ../shared/data/gold/dev_trace.jsonl; see RESULTS-trace.md).
-SUPPORT_THRESHOLD = 0.68
+#: The shipped support threshold (read-only: pass a :class:`TraceTuning` to change it).
+SUPPORT_THRESHOLD = DEFAULT_TUNING.support_threshold
 
 EXCLUDED_KINDS = ("references",)
 
@@ -191,7 +171,7 @@ class Scope:
     sections_without_sources: list[str]
     missing_papers: list[str]  # named by a section or --papers, but not ingested
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> TraceScope:
         return {
             "from": self.source,
             "papers": self.papers,
@@ -227,10 +207,12 @@ class Tracer:
     ``episteme ingest`` / ``episteme rebuild`` when the stores are missing or empty.
     """
 
-    def __init__(self, settings, *, embedder=None, store=None, vectors=None):
+    def __init__(self, settings, *, embedder=None, store=None, vectors=None,
+                 tuning: TraceTuning = DEFAULT_TUNING):
         from ..stores.sqlite import Store
 
         self.settings = settings
+        self.tuning = tuning
         if store is None:
             if not Path(settings.sqlite_path).exists():
                 raise EpistemeError(
@@ -540,16 +522,16 @@ class Tracer:
     def trace(self, answer: str, *, sections: Sequence[str] | None = None,
               papers: Sequence[str] | None = None, top: int = TOP_PER_CLAIM,
               threshold: float | None = None, include_references: bool = False,
-              index_json: dict[str, list[str]] | None = None) -> dict:
+              index_json: dict[str, list[str]] | None = None) -> TraceResult:
         """Trace ``answer``.  Returns ``{"claims", "sources", "unsupported_claims", "scope",
         "threshold", ...}``; see the module docstring."""
         if not (answer or "").strip():
             raise UsageError("the answer is empty: there is nothing to trace")
-        threshold = SUPPORT_THRESHOLD if threshold is None else float(threshold)
+        threshold = self.tuning.support_threshold if threshold is None else float(threshold)
         self.reload(if_changed=True)
         scope = self.scope(sections=sections, papers=papers, index_json=index_json)
         claims, not_traced = split_claims(answer)
-        result: dict = {
+        result: TraceResult = {
             "scope": scope.to_dict(),
             "threshold": threshold,
             "claims": [],
@@ -600,10 +582,10 @@ class Tracer:
                 if rank == 0 and v.get("span"):
                     a, b = v["span"]
                     q = h["text"][a:b].strip()
-                passages.append({**_public(h), "rank": rank + 1,
+                passages.append({**public_passage(h), "rank": rank + 1,
                                  "quote": q or self.quote_for(c.text, h["text"])})
             supported = v["verdict"] == SUPPORTED
-            entry = {
+            entry: ClaimVerdict = {
                 "claim": c.text,
                 "verdict": v["verdict"],
                 "supported": supported,
@@ -626,7 +608,7 @@ class Tracer:
                     best[j], best_score[j] = ci, h["score"]
         order = sorted(best, key=lambda j: -float(answer_score[j]))
         result["sources"] = [
-            {**_public(pool.hit(best[j], j)), "claim": pool.claims[best[j]],
+            {**public_passage(pool.hit(best[j], j)), "claim": pool.claims[best[j]],
              "quote": self.quote_for(pool.claims[best[j]], pool.info[pool.ids[j]]["text"])}
             for j in order
         ]
@@ -668,7 +650,7 @@ class Tracer:
         pool: dict[str, None] = {}
         if len(ids_all) and len(queries):
             sims_all = queries @ matrix.T
-            k = min(DENSE_K, len(ids_all))
+            k = min(self.tuning.dense_k, len(ids_all))
             for row in sims_all:
                 top = np.argpartition(-row, k - 1)[:k]
                 for j in top[np.argsort(-row[top], kind="stable")]:
@@ -676,7 +658,7 @@ class Tracer:
         # BM25 per claim (the whole answer's own BM25 query added nothing the claims' queries
         # and the mean vector do not already bring, at the cost of the slowest FTS query)
         for q in claims:
-            for pid in self._lexical(q, papers, include_references, LEXICAL_K):
+            for pid in self._lexical(q, papers, include_references, self.tuning.lexical_k):
                 pool.setdefault(pid, None)
         # passages stating a claim's numbers (a table row rarely shares a claim's wording)
         anchored_ids = [self._anchored(c, papers, include_references) for c in claims]
@@ -693,7 +675,7 @@ class Tracer:
         terms_per_claim = [content_terms(c) for c in claims]
         df = self.doc_freq({t for ts in terms_per_claim for t in ts}, surface_words(claims))
         info_mass = np.zeros(len(claims), dtype=np.float32)
-        pindex = [_passage_index(info[i]["text"]) for i in ids]
+        pindex = [passage_index(info[i]["text"]) for i in ids]
         cover_rows: list[list[float]] = []
         run_rows: list[list[int]] = []
         for ci, claim in enumerate(claims):
@@ -714,9 +696,10 @@ class Tracer:
         cover = np.asarray(cover_rows, dtype=np.float32).reshape(shape)
         run = np.asarray(run_rows, dtype=np.float32).reshape(shape)
         answer_bm25 = self._bm25(" ".join(claims), ids)
-        score = W_COS * sim + W_COVER * cover + W_RUN * np.minimum(run, RUN_FULL) / RUN_FULL
+        t = self.tuning
+        score = t.w_cos * sim + t.w_cover * cover + t.w_run * np.minimum(run, t.run_full) / t.run_full
         summary = np.asarray([
-            1.0 if info[i]["kind"] in SUMMARY_KINDS or SUMMARY_TITLES.match(_bare_title(info[i]["section"]))
+            1.0 if info[i]["kind"] in SUMMARY_KINDS or SUMMARY_TITLES.match(bare_title(info[i]["section"]))
             else 0.0 for i in ids], dtype=np.float32)
         table = np.asarray([1.0 if info[i]["kind"] in TABLE_KINDS else 0.0 for i in ids],
                            dtype=np.float32)
@@ -724,7 +707,7 @@ class Tracer:
         pos = {pid: j for j, pid in enumerate(ids)}
         anchored = [[pos[i] for i in ids_c if i in pos] for ids_c in anchored_ids]
         return Pool(list(claims), ids, info, sim, cover, run, score, info_mass, answer_bm25, summary,
-                    anchored, table, numeric)
+                    anchored, table, numeric, self.tuning)
 
     def _encode(self, texts: list[str]):
         """Claim vectors, the ones seen before from a small cache: a server re-traces the same
@@ -772,108 +755,7 @@ class Tracer:
         return self.score_pool(claims, papers, include_references=include_references).ranked()
 
 
-@dataclass
-class Pool:
-    """Every claim scored against every pooled candidate passage (matrices claims × passages)."""
-
-    claims: list[str]
-    ids: list[str]
-    info: dict[str, dict]
-    sim: object
-    cover: object
-    run: object
-    score: object
-    mass: object  # per claim: the summed IDF of its content words (how much it says)
-    answer_bm25: object  # per passage: BM25 of the whole answer
-    summary: object  # per passage: 1 for abstract / introduction / conclusion passages
-    anchored: list[list[int]] | None = None  # per claim: pooled passages stating its numbers
-    table: object = None  # per passage: 1 for a table object's passage (see TABLE_PENALTY)
-    numeric: object = None  # per claim: 1 when the claim states a number (see TABLE_PENALTY)
-
-    def candidates(self, ci: int, k: int) -> list[dict]:
-        """Claim ``ci``'s ``k`` best passages, plus the passages that state all (or all but one)
-        of its numbers: what the verifier reads."""
-        out = self.ranked(limit=k)[ci] if k else []
-        seen = {h["id"] for h in out}
-        for pj in (self.anchored or [[]] * len(self.claims))[ci]:
-            if self.ids[pj] not in seen:
-                out.append(self.hit(ci, pj))
-                seen.add(self.ids[pj])
-        return out
-
-    def hit(self, ci: int, pj: int) -> dict:
-        return {**self.info[self.ids[pj]], "similarity": float(self.sim[ci, pj]),
-                "coverage": float(self.cover[ci, pj]), "run": int(self.run[ci, pj]),
-                "score": float(self.score[ci, pj])}
-
-    def support(self, ci: int) -> float:
-        """How well the best passage supports claim ``ci`` (its own score, no context)."""
-        return float(self.score[ci].max()) if len(self.ids) else 0.0
-
-    def ranked(self, limit: int | None = None) -> list[list[dict]]:
-        """Each claim's passages, best first: the claim's own score plus a small prior for
-        passages that support the rest of the answer too (answers usually come from one place,
-        so among near-equal passages the one that fits the whole answer is the better cite)."""
-        import numpy as np
-
-        ctx = np.zeros(len(self.ids), dtype=np.float32)
-        if len(self.claims) > 1 and len(self.ids):
-            agg = self.answer_scores()
-            top = float(agg.max())
-            ctx = agg / top if top > 0 else ctx
-        out = []
-        for ci in range(len(self.claims)):
-            order = np.argsort(-(self.score[ci] + CLAIM_CONTEXT_WEIGHT * ctx), kind="stable")[:limit]
-            out.append([self.hit(ci, int(pj)) for pj in order])
-        return out
-
-    def answer_order(self) -> list[int]:
-        """Pooled passages ordered for the answer as a whole (best first)."""
-        import numpy as np
-
-        agg = self.answer_scores()
-        return [int(j) for j in np.argsort(-agg, kind="stable")]
-
-    def answer_scores(self):
-        """Per pooled passage, how well it supports the answer as a whole."""
-        import numpy as np
-
-        if not self.ids or not self.claims:
-            return np.zeros(len(self.ids), dtype=np.float32)
-        mass = np.asarray(self.mass, dtype=np.float32)
-        w = mass / mass.sum() if mass.sum() > 0 else np.full(len(mass), 1.0 / len(mass), np.float32)
-        bm = np.asarray(self.answer_bm25, dtype=np.float32)
-        bm = bm / bm.max() if bm.max() > 0 else bm
-        agg = (W_ANSWER_MAX * self.score.max(axis=0) + (w[:, None] * self.score).sum(axis=0)
-               + W_ANSWER_BM25 * bm - SUMMARY_PENALTY * self.summary)
-        if self.table is not None and self.numeric is not None and not np.any(self.numeric):
-            agg = agg - TABLE_PENALTY * np.asarray(self.table, dtype=np.float32)
-        return agg
-
-
-def _bare_title(section_title: str) -> str:
-    """"1 Introduction" / "5. Conclusions" -> "Introduction" / "Conclusions"."""
-    return re.sub(r"^[\dIVXivx.]+\s+", "", (section_title or "").strip()).strip()
-
-
-_TEXT_CACHE: dict[str, tuple[frozenset[str], dict[str, list[int]]]] = {}
-_TEXT_CACHE_LOCK = threading.Lock()
-
-
-def _passage_index(text: str) -> tuple[frozenset[str], dict[str, list[int]]]:
-    """A passage's stemmed term set and word positions, computed once per passage text (a warm
-    process sees the same passages again and again)."""
-    hit = _TEXT_CACHE.get(text)
-    if hit is None:
-        ws = words(text)
-        hit = (frozenset(stem(w) for w in ws), word_positions(ws))
-        with _TEXT_CACHE_LOCK:
-            if len(_TEXT_CACHE) > 20_000:
-                _TEXT_CACHE.clear()
-            _TEXT_CACHE[text] = hit
-    return hit
-
-
+_SENT_CACHE_LOCK = threading.Lock()
 _SENT_CACHE: dict[str, list[tuple[int, int, frozenset[str], dict[str, list[int]]]]] = {}
 
 
@@ -887,58 +769,8 @@ def _passage_sentences(text: str) -> list[tuple[int, int, frozenset[str], dict[s
         for a, b in split_sentences(text):
             ws = words(text[a:b])
             hit.append((a, b, frozenset(stem(w) for w in ws), word_positions(ws)))
-        with _TEXT_CACHE_LOCK:
+        with _SENT_CACHE_LOCK:
             if len(_SENT_CACHE) > 20_000:
                 _SENT_CACHE.clear()
             _SENT_CACHE[text] = hit
     return hit
-
-
-def _public(h: dict) -> dict:
-    """What the JSON output shows of one scored passage."""
-    return {
-        "paper": h["paper"],
-        "section": h["section"],
-        "section_id": h["section_id"],
-        "page": h["page"],
-        "passage": h["text"],
-        "passage_id": h["id"],
-        "similarity": round(float(h["similarity"]), 4),
-        "score": round(float(h["score"]), 4),
-    }
-
-
-def quote(text: str, limit: int = 400) -> str:
-    """A passage for display: one line, cut at a word boundary with an ellipsis."""
-    one = " ".join((text or "").split())
-    if len(one) <= limit:
-        return one
-    cut = one[:limit].rsplit(" ", 1)[0]
-    return cut + " …"
-
-
-def format_trace_text(result: dict) -> str:
-    """A trace result for people: each claim with its verdict and the reason, then its
-    passages best first — the first one's quote is the span the verdict rests on."""
-    lines: list[str] = []
-    label = {"supported": "supported", "contradicted": "CONTRADICTED", "unsupported": "UNSUPPORTED"}
-    for i, c in enumerate(result.get("claims", []), 1):
-        verdict = c.get("verdict") or ("supported" if c["supported"] else "unsupported")
-        lines.append(f"{i}. {c['claim']}  [{label.get(verdict, verdict)}, support {c['support']:.2f}]")
-        if c.get("reason") and verdict != "supported":
-            lines.append(f"   why: {c['reason']['text']}")
-        shown = c["passages"] if verdict == "supported" else c["passages"][:1]
-        for rank, p in enumerate(shown, 1):
-            lines.append(f"   [{rank}] {p['paper']}, {p['section']}, p. {p['page']} "
-                         f"(similarity {p['similarity']:.2f}, score {p['score']:.2f})")
-            mark = "contradicting quote" if verdict == "contradicted" and rank == 1 else ""
-            lines.append(f"     > {quote(p.get('quote') or p['passage'])}" + (f"  ({mark})" if mark else ""))
-    n_contra = len(result.get("contradicted_claims") or [])
-    n_uns = len(result.get("unsupported_claims") or []) - n_contra
-    if result.get("claims"):
-        lines.append(f"verdicts: {len(result['claims']) - n_contra - n_uns} supported, {n_contra} "
-                     f"contradicted, {n_uns} unsupported")
-    for key in ("warning", "note"):
-        if result.get(key):
-            lines.append(f"{key}: {result[key]}")
-    return "\n".join(lines) + "\n"
