@@ -609,6 +609,9 @@ def write_paper(
         report = apply_plan(wiki, plan, today=today)
         out.update(report.to_dict())
         out["write_status"] = "written"
+        from ..query.wikisearch import refresh_after_write  # the first question as fast as the next
+
+        refresh_after_write(settings, embedder)
     if usage is not None:
         out["llm_usage"] = usage
     return out
