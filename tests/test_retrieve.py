@@ -179,3 +179,18 @@ def test_the_index_is_built_at_write_time(ingested_wiki, embedder, capsys):
     assert res["index"]["added"] == 0 and res["index"]["pages_read"] == 0, res["index"]
     assert res["index"]["unchanged"] >= 1
     assert any(s["title"] == "The discriminator's task" for s in res["sections"]), written
+
+
+def test_a_paper_page_and_the_pages_under_it_are_one_page():
+    from episteme.query.retrieve import same_page
+
+    paper = {"page": "papers/generative-adversarial-nets.md", "sources": ["gan.pdf"]}
+    under = {"page": "papers/generative-adversarial-nets-convergence.md", "sources": ["gan.pdf"]}
+    assert same_page(paper, under) and same_page(under, paper)
+    assert same_page(paper, dict(paper))
+    # another paper's page that only shares a prefix (it cites another paper), a page that
+    # merely starts alike, or a topic page is not
+    assert not same_page(paper, {**under, "sources": ["other.pdf"]})
+    assert not same_page(paper, {"page": "papers/generative-adversarial-netsx.md", "sources": ["gan.pdf"]})
+    assert not same_page({"page": "gan.md", "sources": ["gan.pdf"]},
+                         {"page": "gan-training.md", "sources": ["gan.pdf"]})
