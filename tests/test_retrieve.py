@@ -151,3 +151,46 @@ def test_acronym_spelled_out_counts_as_named(wiki, embedder):
     unrelated = hit("c.md", "We train a good answer now on MNIST.")
     rel = r.relevance("How do we train a GAN on MNIST?", [spelled, plural, unrelated])
     assert rel[0] == rel[1] > rel[2]
+
+
+def test_the_index_is_built_at_write_time(ingested_wiki, embedder, capsys):
+    """``write_section`` in a wiki with ingested papers embeds the new sections into the
+    wiki-section index as it writes, so the first ``retrieve`` after it parses and embeds
+    nothing (it used to pay for every section written since the last query)."""
+    import io
+    import sys
+
+    from episteme.commands.write_section import main
+
+    line = json.dumps({"op": "create", "page": "gan-notes", "title": "The discriminator's task",
+                       "description": "What the discriminator estimates in the GAN game.",
+                       "body": "The discriminator estimates the probability that a sample came "
+                               "from the training data rather than from the generator.",
+                       "sources": ["gan_1406.2661v1.pdf"]})
+    saved = sys.stdin
+    try:
+        sys.stdin = io.StringIO(line + "\n")
+        assert main(["--wiki", str(ingested_wiki), "--batch", "--no-claim-check"]) == 0
+    finally:
+        sys.stdin = saved
+    written = json.loads(capsys.readouterr().out)
+    res = Retriever(wiki_settings(ingested_wiki), embedder).retrieve(
+        "What does the discriminator estimate?", k=3)
+    assert res["index"]["added"] == 0 and res["index"]["pages_read"] == 0, res["index"]
+    assert res["index"]["unchanged"] >= 1
+    assert any(s["title"] == "The discriminator's task" for s in res["sections"]), written
+
+
+def test_a_paper_page_and_the_pages_under_it_are_one_page():
+    from episteme.query.retrieve import same_page
+
+    paper = {"page": "papers/generative-adversarial-nets.md", "sources": ["gan.pdf"]}
+    under = {"page": "papers/generative-adversarial-nets-convergence.md", "sources": ["gan.pdf"]}
+    assert same_page(paper, under) and same_page(under, paper)
+    assert same_page(paper, dict(paper))
+    # another paper's page that only shares a prefix (it cites another paper), a page that
+    # merely starts alike, or a topic page is not
+    assert not same_page(paper, {**under, "sources": ["other.pdf"]})
+    assert not same_page(paper, {"page": "papers/generative-adversarial-netsx.md", "sources": ["gan.pdf"]})
+    assert not same_page({"page": "gan.md", "sources": ["gan.pdf"]},
+                         {"page": "gan-training.md", "sources": ["gan.pdf"]})

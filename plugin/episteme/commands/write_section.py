@@ -156,6 +156,21 @@ def _claim_check(args, wiki, body: str | None) -> list[dict] | None:
     return check_body(settings, body, sources, page=args.page)
 
 
+def _refresh_index(args, out: dict) -> None:
+    """After a write, the wiki-section index is brought up to date (the new sections embedded
+    now), so the agent's next ``retrieve`` does not pay for it; only in a wiki with ingested
+    papers (the stores and the embedding model are there), never failing the write."""
+    if out.get("status") == "refused" or not out.get("wiki"):
+        return
+    from ..config import load_settings
+
+    settings = load_settings(out["wiki"], dotenv=".env")
+    if settings.sqlite_path.exists():
+        from ..query.wikisearch import refresh_after_write
+
+        refresh_after_write(settings)
+
+
 def _run_batch(args, wiki, known, warnings: list[str]) -> dict:
     from ..wiki.batch import parse_batch, run_batch
 
@@ -208,7 +223,9 @@ def _paper_page_fields(wiki, items: list[dict], default_sources: list[str]) -> N
 
 def main(argv: list[str] | None = None) -> int:
     def body() -> int:
-        out = run(build_parser().parse_args(argv))
+        args = build_parser().parse_args(argv)
+        out = run(args)
+        _refresh_index(args, out)
         print_json(out)
         return 1 if out.get("status") == "refused" else 0
 

@@ -169,6 +169,9 @@ def write_paper(
         out.update(report.to_dict())
         out["write_status"] = "written"
         out.update(_write_citations(settings, paper_id, today))
+        from ..query.wikisearch import refresh_after_write  # the first question as fast as the next
+
+        refresh_after_write(settings, embedder)
     if usage is not None:
         out["llm_usage"] = usage
     return out
