@@ -9,6 +9,8 @@ pages link to ``hub.md`` and the hub links back, so only ``orphan.md`` and ``lea
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 TODAY = "2026-11-29"
@@ -137,6 +139,11 @@ def build_broken_wiki(root: Path) -> dict[str, tuple[str, int | None]]:
     (root / "outside.md").symlink_to(outside)
     (root / ".episteme").mkdir(exist_ok=True)
     (root / ".episteme" / "pending-write.json").write_text('{"pid": 1, "op": "ingest"}\n', encoding="utf-8")
+    # a page a killed batch left half-made in a new folder (its process gone, two days ago)
+    temp = root / "newdir" / ".p.md.batch99999999-0.tmp"
+    temp.parent.mkdir()
+    temp.write_text("---\ntitle: P\n---\nhalf a batch\n", encoding="utf-8")
+    os.utime(temp, (time.time() - 2 * 86400,) * 2)
 
     hub = files["hub.md"]
     paper = files["paper.md"]
@@ -166,6 +173,7 @@ def build_broken_wiki(root: Path) -> dict[str, tuple[str, int | None]]:
         "index-out-of-date": ("index.md", line_of(index_md, "## sec_003")),
         "index-malformed": ("index.md", line_of(index_md, "## sec_001", nth=2)),
         "index-interrupted-write": (".episteme/pending-write.json", None),
+        "stale-temp-file": ("newdir/.p.md.batch99999999-0.tmp", None),
         "section-no-sources": ("paper.md", line_of(paper, '"sec_002"')),
         "section-empty": ("paper.md", line_of(paper, '"sec_003"')),
         "log-malformed": ("log.md", line_of(files["log.md"], "## a heading")),

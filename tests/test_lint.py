@@ -132,9 +132,10 @@ def test_fix_repairs_safely_and_is_idempotent(broken):
     data = json.loads(first.stdout)
     kinds = [f["fix"] for f in data["fixes"] + json.loads(held.stdout)["fixes"]]
     assert "date" in kinds and "index-add" in kinds and "index-drop" in kinds and "interrupted-write" in kinds
+    assert "temp-remove" in kinds and not (root / "newdir" / ".p.md.batch99999999-0.tmp").exists()
     remaining = {f["rule"] for f in data["findings"]}
     fixed_rules = {"fm-date", "section-not-in-index", "index-stale-entry", "index-json-unknown-section",
-                   "index-out-of-date", "index-malformed", "index-interrupted-write"}
+                   "index-out-of-date", "index-malformed", "index-interrupted-write", "stale-temp-file"}
     assert remaining == set(expected) - fixed_rules
     # the date fix rewrote exactly one line, keeping its comment
     before_lines = date_before.split(b"\n")

@@ -38,3 +38,12 @@ class MissingDependencyError(EpistemeError):
     """An optional dependency is not installed; the message says exactly what to run."""
 
     exit_code = 3
+
+
+class WriteError(EpistemeError):
+    """A file could not be written (a full disk, permissions, a read-only file system): the
+    message names the file and says what state the write left (``errno`` keeps the cause)."""
+
+    def __init__(self, message: str, *, errno: int | None = None, details: dict | None = None):
+        super().__init__(message, details=details)
+        self.errno = errno

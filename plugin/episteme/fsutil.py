@@ -20,27 +20,62 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-from .errors import EpistemeError, UsageError
+from .errors import EpistemeError, UsageError, WriteError
 from .wiki.files import DATA_DIR
 
 
 def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see either the old or the new file, never a
-    mix: write a temp file in the same folder, fsync it, then ``os.replace``."""
+    mix: write a temp file in the same folder, fsync it, then ``os.replace``.  On any error the
+    temp file is removed (a full disk must not stay full of our temp files) and the
+    ``OSError`` names ``path``."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         _set_mode(fd, tmp, path)
         with os.fdopen(fd, "wb") as f:
+            write_fault(path)
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as e:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+        if isinstance(e, OSError) and e.filename in (None, tmp):
+            e.filename = str(path)
         raise
+
+
+def write_new_file(path: str | os.PathLike, data: bytes, *, mode_of: str | os.PathLike) -> None:
+    """Write ``data`` to the temp file ``path`` (replacing a leftover of that name), fsynced,
+    with the mode of ``mode_of`` -- the file it will be renamed over (a new file: the umask
+    default), so a 0600 page stays 0600.  On any error the partial file is removed."""
+    path = Path(path)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
+    try:
+        _set_mode(fd, str(path), Path(mode_of))
+        with os.fdopen(fd, "wb") as f:
+            write_fault(mode_of)
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+        raise
+
+
+def write_error(e: OSError, what: str, outcome: str = "") -> WriteError:
+    """The one-line error for a failed write of ``what``: ``cannot write index.md: no space
+    left on device; <outcome>`` (``outcome`` says what the failure left: "nothing was
+    written", or what was)."""
+    reason = (e.strerror or str(e)).lower() if isinstance(e, OSError) else str(e)
+    return WriteError(f"cannot write {what}: {reason}" + (f"; {outcome}" if outcome else ""),
+                      errno=getattr(e, "errno", None))
 
 
 _UMASK: int | None = None
@@ -80,6 +115,7 @@ def append_text(path: str | os.PathLike, text: str) -> None:
     """Append to an append-only file (``log.md``) with one ``write`` call and fsync."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
+    write_fault(path)
     with open(path, "a", encoding="utf-8") as f:
         f.write(text)
         f.flush()
@@ -342,3 +378,23 @@ def pid_alive(pid: int) -> bool:
     except OSError:
         return True
     return True
+
+
+_FAULT = {"spec": None, "writes": 0}
+
+
+def write_fault(path: str | os.PathLike) -> None:
+    """Fault injection for the full-disk tests: with ``EPISTEME_FAIL_WRITES=enospc:N`` (or
+    ``eacces:N``) every file write of this process after the first ``N`` fails as on a full
+    disk (or without permission), inside the write primitives above, so the cleanup paths run
+    as they would.  A no-op otherwise (one environment lookup)."""
+    spec = os.environ.get("EPISTEME_FAIL_WRITES")
+    if spec != _FAULT["spec"]:
+        _FAULT["spec"], _FAULT["writes"] = spec, 0
+    if not spec:
+        return
+    kind, _, after = spec.partition(":")
+    _FAULT["writes"] += 1
+    if _FAULT["writes"] > int(after or 0):
+        code = errno.EACCES if kind == "eacces" else errno.ENOSPC
+        raise OSError(code, os.strerror(code), str(path))

@@ -193,7 +193,7 @@ def _run_batch(args, wiki, known, warnings: list[str]) -> dict:
                     default_sources=args.source)
     out["wiki"] = str(wiki)
     if warnings:
-        out["warnings"] = warnings
+        out["warnings"] = [*warnings, *out.get("warnings", [])]
     return out
 
 

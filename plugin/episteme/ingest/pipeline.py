@@ -20,6 +20,7 @@ from pathlib import Path
 
 from ..errors import EpistemeError
 from ..fsutil import wiki_lock
+from ..wiki.upkeep import remove_stale_temp_files
 from .commit import (
     JOURNAL,
     citing_sections,
@@ -313,6 +314,7 @@ def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedd
     done, failed = [], []
     with wiki_lock(settings.wiki):
         _recover_raw_for_rebuild(settings)
+        temps = remove_stale_temp_files(settings.wiki)  # a killed batch's pages, and the like
         papers = list_raw(settings)
         new_db = settings.sqlite_path.with_name(settings.sqlite_path.name + ".rebuild")
         for suffix in ("", "-wal", "-shm"):
@@ -371,5 +373,6 @@ def rebuild(settings, *, progress: bool = True, use_outline: bool = True, embedd
         "embedding_model": embedder.name,
         "wiki_sections_dropped": dropped_wiki,
         **({"chroma_moved_aside": chroma_aside} if chroma_aside else {}),
+        **({"temp_files_removed": temps} if temps else {}),
         "seconds": round(time.monotonic() - started, 2),
     }

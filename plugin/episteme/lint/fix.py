@@ -18,7 +18,8 @@ from .core import LintReport
 from .rules import Finding, normalize_date_text
 
 INDEX_FIX_RULES = frozenset({"section-not-in-index", "index-stale-entry", "index-json-unknown-section",
-                             "index-out-of-date", "index-malformed", "index-interrupted-write"})
+                             "index-out-of-date", "index-malformed", "index-interrupted-write",
+                             "stale-temp-file"})
 
 
 def apply_fixes(wiki: str | os.PathLike, report: LintReport, *, settings: Any = None) -> list[dict[str, Any]]:
@@ -78,6 +79,8 @@ def _fix_indexes(root: str) -> list[dict[str, Any]]:
     if res["interrupted_write"]:
         out.append({"fix": "interrupted-write", "file": ".episteme/pending-write.json",
                     "message": "cleared the interrupted-write marker after regenerating the indexes"})
+    for rel in res["removed_temp_files"]:
+        out.append({"fix": "temp-remove", "file": rel, "message": "removed a temp file a killed write left"})
     if not out and (res["index_json_changed"] or res["index_md_changed"]):
         changed = [n for n, c in (("index.md", res["index_md_changed"]), ("index.json", res["index_json_changed"])) if c]
         out.append({"fix": "index-rewrite", "file": ", ".join(changed), "message": "regenerated from the pages"})

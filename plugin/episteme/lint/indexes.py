@@ -9,6 +9,9 @@ import re
 from .rules import Finding, SectionInfo, finding
 
 _LINE_IN_MESSAGE = re.compile(r"line (\d+)")
+# A temp file untouched this long has no live writer (an atomic write holds one for
+# milliseconds; a batch's carry its pid and count only once that process is gone).
+TEMP_SETTLED_S = 600.0
 
 
 _MD_HEAD = re.compile(r"^##[ \t]+(sec_\d{3,})[ \t]*$", re.M)
@@ -66,6 +69,12 @@ def check_indexes(root: str, sections: list[tuple[str, SectionInfo]], on: frozen
     if pending is not None and "index-interrupted-write" in on:
         out.append(finding("index-interrupted-write", ".episteme/pending-write.json", None,
                            "a write did not finish; index.md / index.json may be stale"))
+    if "stale-temp-file" in on:
+        from ..wiki.upkeep import stale_temp_files
+
+        for rel in stale_temp_files(root, settled=TEMP_SETTLED_S):
+            out.append(finding("stale-temp-file", rel, None,
+                               "a temp file a killed or failed write left behind"))
     md = parse_index_md(md_text) if md_text is not None else None
     md_lines, md_repeats = line_map(md_text or "", _MD_HEAD)
     if "index-malformed" in on:

@@ -67,6 +67,8 @@ RULES: dict[str, Rule] = {
                             "regenerates both indexes from the pages"),
     "index-interrupted-write": Rule("warning", "a write did not finish (.episteme/pending-write.json)",
                                     "regenerates both indexes and clears the marker"),
+    "stale-temp-file": Rule("warning", "a temp file a killed or failed write left (.<name>.*.tmp)",
+                            "removes it"),
     "section-no-sources": Rule("error", "a section whose marker lists no source papers"),
     "section-empty": Rule("warning", "a section with a heading but no body"),
     "log-malformed": Rule("warning", "a log.md entry heading not of the form ## [YYYY-MM-DD] op | subject"),

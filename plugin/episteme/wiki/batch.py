@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterable
 from typing import Any
 
@@ -52,19 +53,34 @@ _FIELDS = {
     "append": {"op", "page", "section_id", "text", "sources", "tags"},
 }
 MAX_LINES = 500
+_LINE_END = re.compile(r"\r\n|\r|\n")
+
+
+def _level(value: Any, n: int) -> int:
+    """A heading level 1-6 (a whole number, or its digits as a string)."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 6:
+        raise UsageError(f"batch line {n}: level must be a whole number from 1 to 6 "
+                         f"(got {json.dumps(value)[:40]})")
+    return value
 
 
 def parse_batch(text: str) -> list[dict[str, Any]]:
     """The JSON lines of a batch (blank lines ignored) as dicts with ``line`` numbers; errors
     name the line and say what is wrong."""
     items: list[dict[str, Any]] = []
-    for n, raw in enumerate(text.splitlines(), 1):
+    # lines end at \n, \r\n or \r only: str.splitlines would also cut at U+2028, U+2029, U+0085
+    # and other characters a JSON string may hold raw, and such a body could never be written
+    for n, raw in enumerate(_LINE_END.split(text), 1):
         if not raw.strip():
             continue
         try:
             obj = json.loads(raw)
         except json.JSONDecodeError as e:
             raise UsageError(f"batch line {n}: not JSON ({e.msg} at column {e.colno})") from None
+        except RecursionError:
+            raise UsageError(f"batch line {n}: nested too deeply to be a batch line") from None
         if not isinstance(obj, dict):
             raise UsageError(f"batch line {n}: expected a JSON object")
         op = obj.get("op")
@@ -84,6 +100,11 @@ def parse_batch(text: str) -> list[dict[str, Any]]:
                     "type", "after"):
             if key in obj and obj[key] is not None and not isinstance(obj[key], str):
                 raise UsageError(f"batch line {n}: {key} must be a string")
+        if "replace_sources" in obj and not isinstance(obj["replace_sources"], bool):
+            raise UsageError(f"batch line {n}: replace_sources must be true or false "
+                             f"(got {json.dumps(obj['replace_sources'])})")
+        if obj.get("level") is not None:
+            obj["level"] = _level(obj["level"], n)
         if op == "create":
             missing = [k for k in ("page", "title", "description", "body") if not obj.get(k)]
             if missing:
@@ -176,6 +197,7 @@ class StagedWriter(WikiWriter):
         files[INDEX_MD] = idx.render_md()
         if self._seq_high is not None and (read_seq(self.wiki) or 0) < self._seq_high:
             files[f".episteme/{SEQ_FILE}"] = f"{self._seq_high}\n"
+        self._check_log()
         commit_files(self.wiki, files)
         self._dirty = False
 
@@ -190,7 +212,7 @@ def run_batch(wiki: str | os.PathLike, items: list[dict[str, Any]], *, known_sou
     with StagedWriter(wiki, op=op, subject=subject, known_sources=known_sources) as w:
         for it in items:
             n = it["line"]
-            sources = list(it.get("sources") or []) or defaults
+            sources = list(dict.fromkeys([*(it.get("sources") or []), *defaults]))
             try:
                 if it["op"] == "create":
                     res = w.create_section(
@@ -209,7 +231,7 @@ def run_batch(wiki: str | os.PathLike, items: list[dict[str, Any]], *, known_sou
                     res = w.update_section(
                         page, it["section_id"], title=it.get("title"),
                         description=it.get("description"), body=body, sources=sources,
-                        replace_sources=bool(it.get("replace_sources")), tags=it.get("tags") or [],
+                        replace_sources=it.get("replace_sources", False), tags=it.get("tags") or [],
                     )
             except EpistemeError as e:
                 raise type(e)(f"batch line {n} ({it['op']}): {e.message}; nothing was written") from None
@@ -220,4 +242,6 @@ def run_batch(wiki: str | os.PathLike, items: list[dict[str, Any]], *, known_sou
         w.flush()
         out = {"status": "written", "writes": len(results), "pages": list(w.pages),
                "created": list(w.created), "updated": list(w.updated), "results": results}
+    if w.warnings:
+        out["warnings"] = list(w.warnings)
     return out

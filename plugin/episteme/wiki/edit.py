@@ -34,17 +34,21 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import EpistemeError, NotFoundError, UsageError
-from ..fsutil import atomic_write_text, wiki_lock
+from ..fsutil import atomic_write_text, wiki_lock, write_error
+from .files import DATA_DIR
 from .frontmatter import NEVER_CLOSED_ERROR, parse_frontmatter
 from .index import (
     INDEX_JSON,
     INDEX_MD,
+    LOG_MD,
+    PENDING_FILE,
     IndexEntry,
     append_log,
     index_md_page,
@@ -228,6 +232,8 @@ class WikiWriter:
         self._index: IndexFiles | None = None
         self._floor: int | None = None  # highest section number known taken (lock held)
         self._dirty = False
+        self._log_checked = False
+        self.warnings: list[str] = []  # what went wrong after the commit (a log entry not appended)
 
     # -- context management ---------------------------------------------------------------
 
@@ -246,7 +252,10 @@ class WikiWriter:
             recover_batch(self.wiki)  # a batch a crash cut short after its commit point
             if pending_write(self.wiki) is not None:
                 self.recovered = rebuild_indexes(self.wiki)
-            self._mark_pending()
+            try:
+                self._mark_pending()
+            except OSError as e:
+                raise write_error(e, f"{DATA_DIR}/{PENDING_FILE}", "nothing was written") from e
         except BaseException:
             _OPEN_WRITERS.discard(self._key)
             self._lock, lock = None, self._lock
@@ -262,7 +271,11 @@ class WikiWriter:
                     self.op, subject, pages=self.pages, created=self.created, updated=self.updated,
                     extra={"deleted": self.deleted}, date=self.today,
                 )
-                append_log(self.wiki, entry)
+                try:
+                    append_log(self.wiki, entry)
+                except OSError as e:  # after the commit: the write stands, the log lacks it
+                    self.warnings.append(write_error(e, LOG_MD, "the write itself is complete").message)
+                    print(f"warning: {self.warnings[-1]}", file=sys.stderr)
             if not self._dirty:  # a page was written without its index update: leave the marker
                 clear_pending(self.wiki)
         finally:
@@ -273,6 +286,20 @@ class WikiWriter:
 
     def _mark_pending(self) -> None:
         mark_pending(self.wiki, self.op, self.subject)
+
+    def _check_log(self) -> None:
+        """Before the first change to the wiki: ``log.md`` can be appended to, so a write is
+        never reported failed after it was made (a retry would then make it twice).  Opened
+        for appending, not created, and nothing written."""
+        if not self.log or self._log_checked:
+            return
+        path = self.wiki / LOG_MD
+        try:
+            if os.path.lexists(path):
+                os.close(os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0)))
+        except OSError as e:
+            raise write_error(e, LOG_MD, "nothing was written") from e
+        self._log_checked = True
 
     def _require_open(self) -> None:
         if self._lock is None:
@@ -398,6 +425,7 @@ class WikiWriter:
         new_text = splice_page(text, parsed, fm, remove=section_id)
         remaining = ParsedPage(parsed.frontmatter_text, parsed.preamble, [s for s in parsed.sections if s.id != section_id])
         verify_round_trip(rel, new_text, remaining, None)
+        self._check_log()
         self._dirty = True
         atomic_write_text(path, new_text)
         idx = self._indexes()
@@ -494,16 +522,25 @@ class WikiWriter:
 
     def _commit(self, rel, path, new_text: str, before: ParsedPage, sec: WikiSection | None, new_number: int | None) -> None:
         verify_round_trip(rel, new_text, before, sec)
-        self._dirty = True
-        atomic_write_text(path, new_text)
-        if new_number is not None:
-            write_seq(self.wiki, new_number)
-            self._floor = max(self._floor or 0, new_number)
-        if sec is not None:
-            idx = self._indexes()
-            idx.set(IndexEntry(sec.id, sec.description, rel, list(sec.sources)))
-            atomic_write_text(self.wiki / INDEX_JSON, idx.render_json())
-            atomic_write_text(self.wiki / INDEX_MD, idx.render_md())
+        self._check_log()
+        try:
+            atomic_write_text(path, new_text)
+        except OSError as e:  # atomic: the page is as it was
+            raise write_error(e, rel, "nothing was written") from e
+        self._dirty = True  # the page is written, its index entries not yet: the marker stays
+        try:
+            if new_number is not None:
+                write_seq(self.wiki, new_number)
+                self._floor = max(self._floor or 0, new_number)
+            if sec is not None:
+                idx = self._indexes()
+                idx.set(IndexEntry(sec.id, sec.description, rel, list(sec.sources)))
+                atomic_write_text(self.wiki / INDEX_JSON, idx.render_json())
+                atomic_write_text(self.wiki / INDEX_MD, idx.render_md())
+        except OSError as e:
+            raise write_error(e, Path(e.filename).name if e.filename else "the indexes",
+                              f"{rel} was written; the next write or `episteme lint --fix` "
+                              "rebuilds the indexes from the pages") from e
         self._dirty = False
         if rel not in self.pages:
             self.pages.append(rel)

@@ -11,12 +11,20 @@ under :func:`episteme.fsutil.wiki_lock`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..fsutil import clear_journal, read_journal, write_journal
+from ..fsutil import (
+    clear_journal,
+    crash_point,
+    read_journal,
+    write_error,
+    write_journal,
+    write_new_file,
+)
 from .files import DATA_DIR
 
 JOURNAL = "batch-journal.json"
@@ -24,25 +32,40 @@ JOURNAL = "batch-journal.json"
 
 def commit_files(wiki: str | os.PathLike, files: Mapping[str, str]) -> None:
     """Replace every ``files`` entry (path relative to ``wiki`` -> new text) as one change:
-    each text to a synced temp file beside its target, the journal, then the renames.  Caller
-    holds the wiki lock."""
+    each text to a synced temp file beside its target (with the target's mode), the journal,
+    then the renames.  Caller holds the wiki lock.
+
+    Anything failing before the journal (a full disk, a read-only page) removes the temp files
+    written so far and raises a :class:`~episteme.errors.WriteError` naming the file: nothing
+    changed."""
     wiki = Path(wiki)
-    moves = []
-    for i, (rel, text) in enumerate(files.items()):
+    for rel in files:
         target = wiki / rel
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(f".{target.name}.batch{os.getpid()}-{i}.tmp")
-        _write_synced(tmp, text)
-        moves.append({"target": rel, "temp": tmp.relative_to(wiki).as_posix()})
-    write_journal(wiki / DATA_DIR, JOURNAL, {"moves": moves})
+        if target.exists() and not os.access(target, os.W_OK):
+            raise write_error(PermissionError(13, "the file is read-only (permission denied)"), rel,
+                              "nothing was written")
+    moves: list[dict[str, str]] = []
+    try:
+        for i, (rel, text) in enumerate(files.items()):
+            target = wiki / rel
+            try:
+                target.parent.mkdir(parents=True, exist_ok=True)
+                tmp = target.with_name(f".{target.name}.batch{os.getpid()}-{i}.tmp")
+                write_new_file(tmp, text.encode("utf-8"), mode_of=target)
+            except OSError as e:
+                raise write_error(e, rel, "nothing was written") from e
+            moves.append({"target": rel, "temp": tmp.relative_to(wiki).as_posix()})
+        crash_point("batch:temps-written")
+        try:
+            write_journal(wiki / DATA_DIR, JOURNAL, {"moves": moves})
+        except OSError as e:
+            raise write_error(e, f"{DATA_DIR}/{JOURNAL}", "nothing was written") from e
+    except BaseException:
+        for m in moves:
+            with contextlib.suppress(OSError):
+                os.unlink(wiki / m["temp"])
+        raise
     _apply_moves(wiki, moves)
-
-
-def _write_synced(path: Path, text: str) -> None:
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
 
 
 def _apply_moves(wiki: Path, moves: Iterable[dict[str, str]]) -> None:

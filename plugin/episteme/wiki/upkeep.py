@@ -12,13 +12,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..errors import EpistemeError
-from ..fsutil import atomic_write_text, clear_journal, wiki_lock, write_journal
+from ..fsutil import (
+    atomic_write_text,
+    clear_journal,
+    pid_alive,
+    wiki_lock,
+    write_error,
+    write_journal,
+)
 from .files import DATA_DIR, iter_page_files
 from .index import (
     INDEX_JSON,
@@ -43,6 +52,7 @@ from .sections import (
     parse_page,
     section_number,
 )
+from .staging import JOURNAL as STAGING_JOURNAL
 
 SEQ_FILE = "section_seq"
 
@@ -160,27 +170,61 @@ def clear_pending(wiki: str | os.PathLike) -> None:
 
 
 
-def _remove_stale_temp_files(wiki: str | os.PathLike) -> list[str]:
-    """Temp files an atomic write killed mid-way left behind (``.<name>.<random>.tmp``)."""
+_TEMP_RE = re.compile(r"^\.(?P<base>.+?)\.(?:batch(?P<pid>\d+)-\d+|[A-Za-z0-9_]{6,})\.tmp$")
+_DATA_TEMPS = (PENDING_FILE, SEQ_FILE, STAGING_JOURNAL)  # ours under .episteme/ (the rest is ingest's)
+
+
+def stale_temp_files(wiki: str | os.PathLike, *, settled: float | None = None) -> list[str]:
+    """Temp files a killed or failed write left behind, relative to ``wiki``: an atomic write's
+    ``.<name>.<random>.tmp`` and a batch's ``.<name>.batch<pid>-<n>.tmp``, in any folder of the
+    wiki (a batch creating a page in a new folder leaves one where no page is yet), for pages,
+    the indexes and the writer's own files under ``.episteme/``.  ``settled`` (seconds): only
+    files no live writer can own -- a batch's whose process is gone, others untouched that
+    long -- for a caller without the lock (lint); under the lock every one is stale."""
     root = Path(wiki)
-    removed: list[str] = []
-    for rel in [*{str(Path(p).parent) for p in iter_page_paths(wiki)}, ".", DATA_DIR]:
-        folder = root / rel
-        if not folder.is_dir():
-            continue
-        for p in folder.iterdir():
-            if p.is_file() and p.name.startswith(".") and p.name.endswith(".tmp"):
-                base = p.name[1:].split(".tmp")[0]
-                if rel == DATA_DIR and not base.startswith((PENDING_FILE, SEQ_FILE)):
-                    continue  # other modules' files: not ours to judge
-                if rel != DATA_DIR and ".md." not in base and ".json." not in base:
+    now = time.time()
+    found: list[str] = []
+    for folder, dirs, files in os.walk(root):
+        rel_dir = Path(folder).relative_to(root).as_posix()
+        if rel_dir == ".":
+            dirs[:] = sorted(d for d in dirs if d == DATA_DIR or not (d.startswith(".") or d == "raw"))
+        elif rel_dir == DATA_DIR:
+            dirs[:] = []
+        else:
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(files):
+            m = _TEMP_RE.match(name)
+            if m is None:
+                continue
+            base = m.group("base")
+            if rel_dir == DATA_DIR:
+                if base not in _DATA_TEMPS:
                     continue
+            elif not base.lower().endswith((".md", ".json")):
+                continue
+            path = Path(folder) / name
+            if settled is not None:
+                pid = m.group("pid")
                 try:
-                    p.unlink()
-                    removed.append(p.relative_to(root).as_posix())
+                    age = now - path.lstat().st_mtime
                 except OSError:
-                    pass
-    return sorted(removed)
+                    continue
+                if (pid_alive(int(pid)) and age < 86400) if pid else age < settled:
+                    continue
+            found.append(path.relative_to(root).as_posix())
+    return sorted(found)
+
+
+def remove_stale_temp_files(wiki: str | os.PathLike) -> list[str]:
+    """Delete :func:`stale_temp_files` (call under the wiki lock); returns what went."""
+    removed: list[str] = []
+    for rel in stale_temp_files(wiki):
+        try:
+            (Path(wiki) / rel).unlink()
+            removed.append(rel)
+        except OSError:
+            pass
+    return removed
 
 
 def rebuild_indexes(wiki: str | os.PathLike) -> dict[str, Any]:
@@ -192,6 +236,7 @@ def rebuild_indexes(wiki: str | os.PathLike) -> dict[str, Any]:
     """
     wiki = Path(wiki)
     with wiki_lock(wiki):
+        temps = remove_stale_temp_files(wiki)  # first: on a full disk they may be what fills it
         scan = scan_sections(wiki)
         try:
             old_json = read_index_json(wiki)
@@ -201,8 +246,12 @@ def rebuild_indexes(wiki: str | os.PathLike) -> dict[str, Any]:
         old_md = read_index_md(wiki)
         new_json = {sid: e.sources for sid, e in scan.entries.items()}
         new_md = IndexMd(header=old_md.header, entries=dict(scan.entries))
-        json_changed = write_index_json(wiki, new_json)
-        md_changed = write_index_md(wiki, new_md)
+        try:
+            json_changed = write_index_json(wiki, new_json)
+            md_changed = write_index_md(wiki, new_md)
+        except OSError as e:  # each index is replaced atomically: the old one stands
+            raise write_error(e, Path(e.filename).name if e.filename else "the indexes",
+                              "the indexes are unchanged or rebuilt in part; run it again") from e
         old_ids, new_ids = set(old_json) | set(old_md.entries), set(new_json)
         changed_ids = sorted(
             (
@@ -215,10 +264,12 @@ def rebuild_indexes(wiki: str | os.PathLike) -> dict[str, Any]:
             ),
             key=section_sort_key,
         )
-        write_seq(wiki, max(scan.max_number, read_seq(wiki) or 0))
+        try:
+            write_seq(wiki, max(scan.max_number, read_seq(wiki) or 0))
+        except OSError as e:
+            raise write_error(e, f"{DATA_DIR}/{SEQ_FILE}", "the indexes were rebuilt; run it again") from e
         pending = pending_write(wiki)
         clear_pending(wiki)
-        temps = _remove_stale_temp_files(wiki)
         return {
             "pages": scan.pages,
             "sections": len(scan.entries),

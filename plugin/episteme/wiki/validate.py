@@ -53,6 +53,7 @@ def resolve_page(wiki: str | os.PathLike, page: str) -> tuple[str, Path]:
     if len(parts) == 1 and is_structural(rel):
         raise UsageError(f"{rel} is a structural wiki file, not a page")
     path = safe_join(wiki, rel)
+    _refuse_case_twin(wiki, rel)
     if path.exists() and not path.is_file():
         raise UsageError(f"page path is not a file: {rel}")
     if not path.exists() and (len(parts) > 2 or not all(SLUG_RE.match(part) for part in parts)):
@@ -62,6 +63,26 @@ def resolve_page(wiki: str | os.PathLike, page: str) -> tuple[str, Path]:
             f"and hyphens (got {page!r}; try {suggestion!r})"
         )
     return rel, path
+
+
+def _refuse_case_twin(wiki: str | os.PathLike, rel: str) -> None:
+    """Refuse ``rel`` when a file or folder on its path differs from it only in letter case
+    (``concepts/x.md`` beside ``Concepts/``, ``bert.md`` beside ``Bert.md``): on macOS and
+    Windows disks the two names are one file, so a "new" page would overwrite the other."""
+    folder = Path(wiki)
+    parts = rel.split("/")
+    for i, part in enumerate(parts):
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            return  # the folder does not exist yet: nothing below it to collide with
+        if part not in names:
+            twin = next((n for n in names if n.casefold() == part.casefold()), None)
+            if twin is not None:
+                existing = "/".join([*parts[:i], twin])
+                raise UsageError(f"{rel} differs only in letter case from the existing {existing} "
+                                 "(one file on macOS and Windows disks); use that name")
+        folder = folder / part
 
 
 def validate_title(title: str, what: str = "title") -> str:
