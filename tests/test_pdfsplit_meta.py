@@ -75,3 +75,18 @@ def test_acm_block_journal_footer_and_doi_give_the_type():
     assert _entry({"venue": "Proceedings of the National Academy of Sciences"}).startswith(
         "@article")
     assert _entry({"venue": "bioRxiv"}).startswith("@misc")
+
+
+def test_year_from_the_pages_dates_never_the_files():
+    """The file's creation date is not the paper's year; of the dates printed, a publication
+    (or acceptance) date wins over a received date, and a citation's year counts for nothing."""
+    assert "year" not in extract_meta({"/CreationDate": "D:20160301"},
+                                      ["Notes on graphs", "Daniel Litt"], [])
+    meta = extract_meta({}, ["Received: 1 April 2023", "Accepted: 3 January 2024",
+                             "as shown by Smith (2019) and Jones (2019)"], [])
+    assert meta["year"] == 2024
+    stamp = ["bioRxiv preprint doi: https://doi.org/10.1101/2022.03.19.484946; this version "
+             "posted March 21, 2022. The copyright holder for this preprint"]
+    meta = extract_meta({}, stamp, [])
+    assert meta["year"] == 2022 and meta["venue"] == "bioRxiv"
+    assert _entry(meta).startswith("@misc")

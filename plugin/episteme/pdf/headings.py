@@ -42,7 +42,7 @@ KNOWN = re.compile(
     r"conclusions? and future work|discussion|acknowledge?ments?|references|bibliography|"
     r"literature cited|works cited|"
     r"appendix|appendices|supplementary material|keywords|ccs concepts|limitations|"
-    r"ethics statement|broader impact|index terms)\s*[.:]?$",
+    r"ethics statement|broader impact|index terms|contents|table of contents)\s*[.:]?$",
     re.I,
 )
 ABSTRACT_RUNIN = re.compile(r"^(abstract)\s*[.:\-–—]\s*(\S.*)$", re.I)
@@ -182,6 +182,8 @@ def plausible_title(title: str, *, numbered: bool, lower_ok: bool = False) -> bo
 #: space is a third of an em, the gap after a heading's number about one em); a heading is
 #: never a row of cells ("System  Ppl  BLEU" over a table's columns)
 CELL_GAP_EM = 1.5
+#: a section number of several parts with a Roman first part ("I.1.", "IV.2")
+_MIXED_NUMBER = re.compile(r"^((?:[IVX]{1,4})(?:\.\d{1,2}){1,3})\.?\s+(\S.*)$")
 #: type this many points larger than the body sets a line apart even in the body's own font
 #: and weight (Word's "Heading 1": 14-20 pt regular over 10-12 pt text)
 LARGE_PT = 2.5
@@ -235,7 +237,7 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
     heads: list[Heading] = []
     prev_num: tuple | None = None
     seen_refs = False
-    consumed: set[int] = set()
+    consumed: set[int] = toc_lines(lines)  # a table of contents repeats the headings
     roman_top = ""  # set once the paper numbers its sections I., II., ... (IEEE)
     paren_next = 1  # the next "1) Title:" run-in number under the current heading
 
@@ -328,6 +330,41 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
             continue
     heads = _add_style_matches(lines, heads, stats, consumed)
     return heads
+
+
+#: a table of contents: at least this many lines in a row (one other line allowed between)
+#: that end in a page number, the numbers never going down
+TOC_MIN_LINES = 4
+_TOC_ENTRY = re.compile(r"^(?=.*[A-Za-z]{3}).{3,150}?[\s.]\s*(?P<page>\d{1,3})$")
+
+
+def toc_lines(lines: list[Line]) -> set[int]:
+    """Indices of the lines of a printed table of contents ("Introduction 3", "2.1 Data 6"):
+    they name the headings, so read as headings they would cut the paper at its contents page
+    and use up the numbering before the real headings."""
+    out: set[int] = set()
+    run: list[int] = []
+    last_page = -1
+    gap = 0
+
+    def close() -> None:
+        if len(run) >= TOC_MIN_LINES:
+            out.update(range(run[0], run[-1] + 1))
+
+    for i, ln in enumerate(lines):
+        m = _TOC_ENTRY.match(ln.text.strip())
+        if m and int(m.group("page")) >= last_page and (not run or ln.page == lines[run[-1]].page):
+            run.append(i)
+            last_page = int(m.group("page"))
+            gap = 0
+            continue
+        if run and gap == 0 and not m:
+            gap = 1  # a wrapped entry's first line
+            continue
+        close()
+        run, last_page, gap = ([i], int(m.group("page")), 0) if m else ([], -1, 0)
+    close()
+    return out
 
 
 def _heading_part(text: str, lead: str, run_in: bool) -> tuple[str, bool, str]:
@@ -543,7 +580,10 @@ def _add_style_matches(
             i += 1
             continue
         span, title = _join_wrapped(lines, i, text, ln, stats, False)
-        extra.append(Heading(i, span, "", _clean_title(title), level, "", st))
+        # "I.1. Architectures ..." (REVTeX under Roman sections): the number apart
+        nm = _MIXED_NUMBER.match(title)
+        number, title = (nm.group(1), nm.group(2)) if nm else ("", title)
+        extra.append(Heading(i, span, number, _clean_title(title), level, "", st))
         i += span
     return sorted(heads + extra, key=lambda h: h.index)
 

@@ -12,19 +12,25 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections import Counter
 
 ARXIV_ID = re.compile(r"arXiv:\s*(?P<id>\d{4}\.\d{4,5}(?:v\d+)?|[a-z\-]+(?:\.[A-Z]{2})?/\d{7}(?:v\d+)?)",
                       re.I)
 DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"<>,;]+[^\s\"<>,;.)\]])")
 VENUE = re.compile(
-    r"\b(proceedings of|conference|workshop|symposium|journal of|transactions on|"
+    r"\b(proceedings of|proc\. of|conference|workshop|symposium|journal of|transactions on|"
     r"published as|annual meeting)\b",
     re.I,
 )
-STRONG_VENUE = re.compile(r"\b(proceedings of|journal of|transactions on|published as)\b", re.I)
+STRONG_VENUE = re.compile(r"\b(proceedings of|proc\. of|journal of|transactions on|"
+                          r"published as)\b", re.I)
+#: the stamp a preprint server prints on every page ("bioRxiv preprint doi: ...")
+SERVER_STAMP = re.compile(r"\b(?P<venue>bioRxiv|medRxiv)\b", re.I)
 COPYRIGHT_YEAR = re.compile(r"(?:©|\(c\)|copyright)\s*(19[5-9]\d|20[0-3]\d)", re.I)
 YEAR = re.compile(r"(?<!\d)(19[5-9]\d|20[0-3]\d)(?!\d)")
+PUBLISHED = re.compile(r"published|posted|this version|available online|issued|accepted",
+                       re.I)
+DATED = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\s+(?:\d{1,2},?\s+)?"
+                   r"(?:19[5-9]\d|20[0-3]\d)\b", re.I)
 _PUBLISHED_AS = re.compile(r"^(?:published as|accepted as|to appear)\b.*?\b(?:at|in)\s+", re.I)
 INPROCEEDINGS = re.compile(r"(?i:proceedings|conference|workshop|symposium|meeting|\biclr\b|"
                            r"\bneurips\b|\bnips\b|\bicml\b|\bacl\b|\bemnlp\b|\bcvpr\b)|"
@@ -50,7 +56,8 @@ TECH_REPORT = re.compile(r"\b(?:technical report|tech\.? rep(?:ort)?\.?|research
                          r"working paper|discussion paper)\b|^[A-Z]{2,5}[-·‐]\d{2}[-·‐]\d{1,4}\b",
                          re.I)
 THESIS = re.compile(r"\b(?:(?P<kind>master'?s?|doctoral|ph\.?\s?d\.?|honou?rs|bachelor'?s?) "
-                    r"thesis|dissertation|submitted in partial fulfil+ment)\b", re.I)
+                    r"thesis|dissertation|submitted in partial fulfil+ment|"
+                    r"degree of (?P<degree>master|doctor|bachelor))\b", re.I)
 
 
 def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict:
@@ -91,14 +98,20 @@ def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict
                 y = YEAR.search(t)
                 venue_year = int(y.group(1)) if y and m.re is ACM_VENUE else None
                 break
+    if not venue:
+        m = next((SERVER_STAMP.search(t) for t in first_pages if SERVER_STAMP.search(t)), None)
+        if m:
+            venue = {"biorxiv": "bioRxiv", "medrxiv": "medRxiv"}[m.group("venue").lower()]
     subject = (info.get("/Subject") or "").strip()
     if not venue and subject and (VENUE.search(subject) or re.search(r"\d", subject)) and (
             _printed(subject, first_pages)):
-        venue = subject
+        # its words only: a template's year is the template's ("... Learning 2010" in 2011)
+        venue = re.sub(r"\s+", " ", YEAR.sub("", subject)).strip(" ,")
     if venue:
         out["venue"] = venue[:200]
-    # the venue's year, else the first arXiv version's, a copyright line's, the file's date,
-    # and last the year printed most often on the first pages
+    # the venue's year, else the first arXiv version's, a copyright line's, and last the year
+    # printed most often on the first pages; never the file's creation date (a re-saved or
+    # re-printed file dates itself, not the paper)
     year = venue_year or (int(YEAR.search(venue).group(1)) if YEAR.search(venue) else None)
     if not year and out.get("arxiv_id") and re.match(r"\d{4}\.", out["arxiv_id"]):
         year = 2000 + int(out["arxiv_id"][:2])
@@ -106,11 +119,14 @@ def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict
         m = next((COPYRIGHT_YEAR.search(t) for t in first_pages if COPYRIGHT_YEAR.search(t)), None)
         year = int(m.group(1)) if m else None
     if not year:
-        m = re.match(r"D:(\d{4})", info.get("/CreationDate", "") or "")
-        year = int(m.group(1)) if m else None
-    if not year:
-        years = Counter(int(y) for t in first_pages for y in YEAR.findall(t))
-        year = years.most_common(1)[0][0] if years else None
+        # a date ("January 1989", "this version posted March 21, 2022"), not a citation's
+        # year; a publication or posting date first
+        dated = [(bool(PUBLISHED.search(t[max(0, m.start() - 40):m.start()])),
+                  int(YEAR.search(m.group(0)).group(1)))
+                 for t in first_pages for m in DATED.finditer(t)]
+        # the latest: a paper is received, revised and accepted before it is published
+        years = [y for first, y in dated if first] or [y for _, y in dated]
+        year = max(years) if years else None
     if year:
         out["year"] = year
     kind = _document_kind(first_pages)
@@ -127,19 +143,25 @@ def _printed(subject: str, first_pages: list[str]) -> bool:
     if not words:
         return False
     page = " ".join(first_pages).lower()
+    # its year too: the ICML template's "... Machine Learning 2010" in a 2011 paper
+    if any(y not in page for y in YEAR.findall(subject)):
+        return False
     return sum(w in page for w in words) >= 0.6 * len(words)
 
 
 def _document_kind(first_pages: list[str]) -> str:
     """"techreport" or "thesis" kinds when the first pages say so, else ""."""
-    head = first_pages[:120]
+    head = first_pages[:60]  # the title page: a thesis cited in the text is not this one
     for t in head:
-        m = THESIS.search(t)
+        m = THESIS.search(t) if len(t.split()) <= 20 else None
         if m:
-            kind = (m.group("kind") or "").lower()
+            kind = (m.group("kind") or m.group("degree") or "").lower()
+            if not kind:
+                deg = re.search(r"degree of (master|doctor)", " ".join(head), re.I)
+                kind = deg.group(1).lower() if deg else ""
             if kind.startswith("master"):
                 return "mastersthesis"
-            return "phdthesis" if kind.startswith(("doctoral", "ph")) or "dissertation" in \
+            return "phdthesis" if kind.startswith(("doctor", "ph")) or "dissertation" in \
                 t.lower() else "thesis"
     if any(TECH_REPORT.search(t.strip()) for t in head):
         return "techreport"
@@ -196,7 +218,7 @@ def bibtex(paper: dict) -> str:
     if given in ("inproceedings", "article") and venue:
         kind = given
         fields.append(("booktitle" if given == "inproceedings" else "journal", venue))
-    elif printed_kind in ("techreport", "phdthesis", "mastersthesis") and not given:
+    elif printed_kind in ("techreport", "phdthesis", "mastersthesis", "thesis") and not given:
         kind = printed_kind
         if venue:
             fields.append(("institution" if kind == "techreport" else "school", venue))

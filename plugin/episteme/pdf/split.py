@@ -284,14 +284,22 @@ def _info(reader) -> dict[str, str]:
         return {}
 
 
+_TITLE_ENDS = re.compile(r"^(?i:(?:an? )?(?:thesis|dissertation|report)\b|submitted\b)|"
+                         r"^[Bb]y\s+[A-Z][a-z]")
+
+
 def _guess_title(reader, lines: list[Line]) -> str:
     meta = None
     try:
         meta = reader.metadata
     except Exception:
         meta = None
-    t = str((meta.title if meta else "") or "").strip()
-    if len(t) > 3 and not re.search(r"\.(dvi|pdf|tex|docx?)$|^untitled|^microsoft word", t, re.I):
+    t = str((meta.title or meta.get("/Title") if meta else "") or "").strip()
+    # a template's placeholder ("Title", "Manuscript") or a LaTeX length left in ("0.6cm")
+    t = re.sub(r"\s+-?\d+(?:\.\d+)?(?:cm|mm|pt|in|em|ex)$", "", t)
+    if len(t) > 3 and not re.search(r"\.(dvi|pdf|tex|docx?)$|^untitled|^microsoft word|"
+                                    r"^(?:title|paper|manuscript|document|article|slide \d+)$",
+                                    t, re.I):
         return normalize_text(t)
     first = [ln for ln in lines if ln.page == 1][:40]
     # the largest type on page 1 that reads like a title (logos and drop caps are short)
@@ -301,6 +309,8 @@ def _guess_title(reader, lines: list[Line]) -> str:
     big = max(ln.size for ln in wordy)
     picked = []
     for ln in first:
+        if picked and _TITLE_ENDS.match(ln.text.strip()):
+            break  # "A THESIS SUBMITTED TO ...", "by Ann Author": set as large as the title
         if abs(ln.size - big) < 0.5:
             picked.append(ln.text.strip())
         elif picked:
@@ -314,13 +324,18 @@ _AFFIL = re.compile(
     r"\binc\b|corporation|academy|centre|center|brain|deepmind|openai|facebook|meta\b|allen",
     re.I,
 )
-_NAME = re.compile(r"^(?=[^\W\d_])[\w'’.\-]+(?:\s+(?=[^\W\d_])[\w'’.\-]+){1,3}$")
+_NAME = re.compile(r"^(?=[^\W\d_])[\w'’.\-]+(?:\s+(?=[^\W\d_])[\w'’.\-]+){1,4}$")
+#: lower-case particles of family names ("Ivo H. M. van Stokkum", "Elio A. de la Cruz")
+_PARTICLES = {"van", "von", "de", "da", "del", "der", "den", "la", "le", "di", "du", "dos",
+              "das", "bin", "al", "ter", "ten", "y"}
 #: words that name an organisation, a series or a publisher, never a person ("NiuTrans Co.",
 #: "Samaya AI", "Contemporary Mathematics", "IEEE")
 _NOT_PERSON = re.compile(
     r"\b(?:co|inc|ltd|llc|gmbh|corp|plc|s\.?a|ieee|acm|mathematics|physics|journal|letters|"
     r"proceedings|transactions|review|press|society|association|conference|series|volume|"
-    r"technologies|systems|labs?|group|team|foundation|preprint|manuscript|draft|report)\b\.?",
+    r"technologies|systems|labs?|group|team|foundation|preprint|manuscript|draft|report|board|"
+    r"bank|reserve|council|agency|ministry|office|bureau|committee|fund|thesis|note|author|"
+    r"administrator|user|owner)\b\.?",
     re.I)
 #: footnote and correspondence marks printed after a name ("Alec Radford*", "Meera Nanjundan ⇑",
 #: "Kayla Thomason1☯")
@@ -345,14 +360,16 @@ def _pair_names(part: str) -> list[str]:
 def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
     try:
         meta = reader.metadata
-        a = str((meta.author if meta else "") or "").strip()
+        # the /Author entry as stored when pypdf's accessor declines its type
+        a = str((meta.author or meta.get("/Author") if meta else "") or "").strip()
     except Exception:
         a = ""
     meta_names: list[str] = []
     if a and len(a) > 2:
         parts = re.split(r"\s*(?:,|;|\band\b|&)\s*", normalize_text(a))
         meta_names = [clean_name(p) for p in parts if clean_name(p)]
-        meta_names = [n for n in meta_names if _person_like(n) and not _AFFIL.search(n)]
+        meta_names = [n for n in meta_names
+                      if _NAME.match(n) and _person_like(n) and not _AFFIL.search(n)]
     names = _printed_authors(front, title)
     if meta_names:
         # the printed names when they are the same people (they keep middle initials the
@@ -377,8 +394,24 @@ def _person_like(name: str) -> bool:
 
 
 def clean_name(name: str) -> str:
-    """A name without the footnote or correspondence marks printed after it."""
+    """A name without the footnote or correspondence marks printed after it, an ORCID in
+    brackets or an e-mail note glued to it ("François de SoyresEmail: ...")."""
+    name = re.sub(r"\[\d{4}-\d{4}-\d{4}-\d{3}[\dX]\]", "", name)
+    name = re.sub(r"(?:e-?mail|email)\b.*$", "", name, flags=re.I)
     return re.sub(rf"[{_NAME_MARKS}\d,]+$", "", re.sub(r"\s+", " ", name).strip()).strip()
+
+
+def _marks_apart(ln: Line) -> str:
+    """The line's text with its superscript runs (affiliation letters and numbers, set smaller:
+    "Xiao Fan^a,b,1") read as separators, so they are not glued to the names."""
+    if len(ln.runs) < 2:
+        return ln.text.strip()
+    parts = []
+    for r in ln.runs:
+        small = (r.size < 0.8 * ln.size and len(r.text.strip()) <= 8 and r.y is not None
+                 and ln.y is not None and r.y - ln.y > 0.15 * ln.size)  # raised, not caps
+        parts.append(" , " if small else r.text)
+    return re.sub(r"\s+", " ", normalize_text("".join(parts))).strip()
 
 
 def _printed_authors(front: list[Line], title: str) -> list[str]:
@@ -394,6 +427,7 @@ def _printed_authors(front: list[Line], title: str) -> list[str]:
             continue
         if _AFFIL.search(t) or "@" in t or re.search(r"\d{2,}", t):
             continue
+        t = _marks_apart(ln)
         if style is not None and abs(ln.size - style) > 0.6:
             continue
         before = len(names)
@@ -410,7 +444,9 @@ def _printed_authors(front: list[Line], title: str) -> list[str]:
                 first = name.split()[0] if name else ""
                 if first.isupper() and len(first) <= 3:  # "QC H3C 3J7", "CA 94043": addresses
                     continue
-                if (_NAME.match(name) and all(w[0].isupper() for w in name.split())
+                if (_NAME.match(name)
+                        and all(w[0].isupper() or w in _PARTICLES for w in name.split())
+                        and name.split()[0][0].isupper() and name.split()[-1][0].isupper()
                         and not _AFFIL.search(name) and _person_like(name)
                         and name not in names):
                     names.append(name)

@@ -494,6 +494,24 @@ def _run_span(r: Run) -> tuple[float, float]:
     return x, x + 0.5 * r.size * len(r.text.strip())
 
 
+def _line_number_candidates(ln: Line, pi: int, li: int, cands: dict) -> None:
+    """Record the line's first (side 0) or last (side 1) run when it is a bare number set a
+    clear gap apart from the rest of the line."""
+    runs = [r for r in ln.runs if r.text.strip()]
+    if not runs:
+        return
+    first, last = runs[0], runs[-1]
+    if _LINE_NO.match(first.text.strip()) and (
+        len(runs) == 1
+        or _run_span(runs[1])[0] - _run_span(first)[1] > max(runs[1].size, 1.0)
+    ):
+        cands[0].append((pi, li, int(first.text.strip()), *_run_span(first)))
+    elif len(runs) > 1 and _LINE_NO.match(last.text.strip()) and (
+        _run_span(last)[0] - _run_span(runs[-2])[1] > max(runs[-2].size, 1.0)
+    ):
+        cands[1].append((pi, li, int(last.text.strip()), *_run_span(last)))
+
+
 def drop_line_numbers(pages: list[list[Line]]) -> list[list[Line]]:
     """Take margin line numbers (Word, bioRxiv, review copies) out of the lines.
 
@@ -506,20 +524,24 @@ def drop_line_numbers(pages: list[list[Line]]) -> list[list[Line]]:
     cands: dict[int, list[tuple[int, int, int, float, float]]] = {0: [], 1: []}
     for pi, lines in enumerate(pages):
         for li, ln in enumerate(lines):
-            runs = [r for r in ln.runs if r.text.strip()]
-            if not runs:
-                continue
-            first, last = runs[0], runs[-1]
-            if _LINE_NO.match(first.text.strip()) and (
-                len(runs) == 1
-                or _run_span(runs[1])[0] - _run_span(first)[1] > max(runs[1].size, 1.0)
-            ):
-                cands[0].append((pi, li, int(first.text.strip()), *_run_span(first)))
-            elif len(runs) > 1 and _LINE_NO.match(last.text.strip()) and (
-                _run_span(last)[0] - _run_span(runs[-2])[1] > max(runs[-2].size, 1.0)
-            ):
-                cands[1].append((pi, li, int(last.text.strip()), *_run_span(last)))
+            _line_number_candidates(ln, pi, li, cands)
     drop: dict[tuple[int, int], int] = {}
+    # a review copy's ruler read as one line ("000 001 002 ... 107"): a run of consecutive
+    # numbers and nothing else is never text
+    ruler: set[tuple[int, int]] = set()
+    for pi, lines in enumerate(pages):
+        for li, ln in enumerate(lines):
+            toks = ln.text.split()
+            if len(toks) >= 5 and all(_LINE_NO.match(t) for t in toks) and all(
+                    int(b) == int(a) + 1 for a, b in zip(toks, toks[1:], strict=False)):
+                ruler.add((pi, li))
+    if ruler:
+        pages = [[ln for li, ln in enumerate(lines) if (pi, li) not in ruler]
+                 for pi, lines in enumerate(pages)]
+        cands = {0: [], 1: []}
+        for pi, lines in enumerate(pages):
+            for li, ln in enumerate(lines):
+                _line_number_candidates(ln, pi, li, cands)
     texty = [pi for pi, lines in enumerate(pages) if len(lines) >= 5]
     for side, found in cands.items():
         if len(found) < 10 or not texty:
