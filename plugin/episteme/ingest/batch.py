@@ -109,7 +109,8 @@ def ingest_batch(settings, paths: Iterable[str | os.PathLike], *, jobs: int | No
     ``metadata`` maps a file's path (``str(path)``) to ``{"title", "authors", "meta"}`` that
     replace what the splitter read from the PDF (Zotero's record is better than a guess);
     ``names`` maps a path to the name its paper id derives from (else the file name).
-    ``after_commit(row)`` runs after each paper is stored, outside the lock (``--write``); what
+    ``after_commit(row)`` runs on each stored paper, outside the lock (``--write``), in the
+    batch's input order whatever order the workers finish in (:class:`OrderedWrites`); what
     it returns is merged into that paper's row.  ``files`` skips the folder walk."""
     started = time.monotonic()
     metadata = metadata or {}
@@ -145,10 +146,10 @@ def ingest_batch(settings, paths: Iterable[str | os.PathLike], *, jobs: int | No
         bar.set_postfix(sections=counters["sections"], refresh=False)
         bar.update(1)
 
+    writes = OrderedWrites(items, after_commit)
     for it in items:  # known before any work: listed first, and not in the bar's rate (ETA)
-        if it.status == "unchanged" and after_commit is not None:
-            _after(it, after_commit)  # a batch killed between store and pages: write them now
-        if it.status != "pending":
+        if it.status != "pending":  # (an unchanged paper a killed batch never wrote: written now)
+            writes.final_item(it)
             report(it)
     if progress and todo:
         from tqdm import tqdm
@@ -161,7 +162,7 @@ def ingest_batch(settings, paths: Iterable[str | os.PathLike], *, jobs: int | No
         if todo:
             _run(settings, todo, jobs=jobs or default_jobs(), use_outline=use_outline,
                  embedder=embedder, force=force, report=report, counters=counters,
-                 after_commit=after_commit)
+                 writes=writes)
     except KeyboardInterrupt:
         interrupted = True
         for it in todo:
@@ -247,7 +248,7 @@ def apply_metadata_dict(row: dict, meta: dict) -> dict:
 
 
 def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embedder, force: bool,
-         report, counters: dict, after_commit) -> None:
+         report, counters: dict, writes: OrderedWrites) -> None:
     """Split in the pool, embed and commit here, keeping ``jobs + 2`` papers in flight."""
     from concurrent.futures import FIRST_COMPLETED, wait
 
@@ -278,6 +279,7 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
                            pool.submit(split_job, str(it.tmp), *args))
                     inflight[fut] = it
                 else:
+                    writes.final_item(it)
                     report(it)
             done, _ = wait(list(inflight), return_when=FIRST_COMPLETED)
             ready = []
@@ -290,13 +292,14 @@ def _run(settings, todo: list[BatchItem], *, jobs: int, use_outline: bool, embed
                                None)
                 if outcome[0] == "error":
                     it.status, it.error, it.kind = "failed", outcome[1], outcome[2]
+                    writes.final_item(it)
                     report(it)
                     continue
                 it.split_seconds = outcome[2]
                 ready.append((it, outcome[1]))
             if ready:
                 _embed_and_commit(settings, ready, embedder, force=force, report=report,
-                                  counters=counters, after_commit=after_commit)
+                                  counters=counters, writes=writes)
     except BaseException:
         pool.shutdown(wait=False, cancel_futures=True)
         raise
@@ -323,7 +326,7 @@ def _stage(settings, it: BatchItem) -> bool:
 
 
 def _embed_and_commit(settings, ready: list, embedder, *, force: bool, report, counters: dict,
-                      after_commit) -> None:
+                      writes: OrderedWrites) -> None:
     """Commit the papers of ``ready`` one by one: each either prepared and embedded by a worker
     (:func:`prepare_job`), or split only, then chunked here and the passages of all of them
     embedded in one call."""
@@ -336,6 +339,7 @@ def _embed_and_commit(settings, ready: list, embedder, *, force: bool, report, c
                                                                     embedder)
         except EpistemeError as e:
             it.status, it.error = "failed", e.message
+            writes.final_item(it)
             report(it)
             continue
         if it.meta:
@@ -367,9 +371,35 @@ def _embed_and_commit(settings, ready: list, embedder, *, force: bool, report, c
         for it, _p in group:
             if it.status in ("ingested", "replaced"):
                 counters["sections"] += int(it.result.get("sections_indexed", 0))
-            if after_commit is not None and it.status in ("ingested", "replaced", "unchanged"):
-                _after(it, after_commit)
+            writes.final_item(it)  # written now if every paper before it is done
             report(it)
+
+
+class OrderedWrites:
+    """Runs the wiki writer on the batch's papers in the batch's own order (its input order),
+    whatever order the workers finish them in.
+
+    Why: the writer numbers sections and links each paper to the pages already written, so
+    writing in completion order made two runs of one batch (``--jobs 2``, or a killed run
+    resumed) write different section ids and different "Related" links.  Each item is marked
+    final once (stored, failed, unchanged ...); the items before it that are final are written
+    first, and an item whose predecessor never became final (the batch was interrupted) is left
+    for the re-run, which writes it in the same order."""
+
+    def __init__(self, items: list[BatchItem], after_commit) -> None:
+        self.items = items
+        self.after_commit = after_commit
+        self.final: set[int] = set()
+        self.next = 0
+
+    def final_item(self, it: BatchItem) -> None:
+        """``it`` will not change any more: write what is now in order."""
+        self.final.add(id(it))
+        while self.next < len(self.items) and id(self.items[self.next]) in self.final:
+            cur = self.items[self.next]
+            self.next += 1
+            if self.after_commit is not None and cur.status in ("ingested", "replaced", "unchanged"):
+                _after(cur, self.after_commit)
 
 
 def _after(it: BatchItem, after_commit) -> None:
