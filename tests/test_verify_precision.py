@@ -141,3 +141,14 @@ def test_the_wrong_one_of_two_settings_is_a_contradiction():
     ok = Verifier().verify("The base models were trained for 100,000 steps.",
                            [{"text": base, "score": 0.9, "paper": "p"}, {"text": big, "score": 0.8, "paper": "p"}])
     assert ok["verdict"] == SUPPORTED, ok
+
+
+def test_a_value_paired_with_another_name_in_the_passage_own_words():
+    """ "0.25% for LoRA, 0.28% for DoRA": a claim giving LoRA 0.28% swapped the value (both
+    pairings read from the texts' own "V for L" wording); the true claim stays supported."""
+    passage = ("The methods update few weights: 0.25% for LoRA, 0.28% for DoRA, 0.12% for IA3 and "
+               "0.5% for Prefix tuning of the model parameters.")
+    tail = " of the model parameters, compared with 0.12% for IA3 and 0.5% for prefix tuning."
+    v = verdict("LoRA updates 0.28%" + tail, passage)
+    assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "value_of_other", v
+    assert verdict("LoRA updates 0.25%" + tail, passage)["verdict"] == SUPPORTED

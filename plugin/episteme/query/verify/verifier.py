@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .bindings import binding
+from .bindings import binding, for_binding
 from .evidence import Evidence, aligned_number, has_entity, number_aligned, sibling_in
 from .names import Ent, claim_entities, entities_in
 from .numbers import Num, compound, fmt_num, number_matches, numbers_in, specificity
@@ -283,6 +283,8 @@ class Verifier:
         bound = None if c.grid_agrees else table_binding(c.claim, c.cnums, c.cents, ev)
         if bound is None and not c.grid_agrees:
             bound = binding(c.claim, c.cnums, c.cents, ev)
+        if bound is None and not c.grid_agrees:
+            bound = for_binding(c.claim, c.cnums, ev)
         if bound is not None:
             code, text, pos = bound
             sa, sb = sentence_of(ev.text, pos)
