@@ -107,9 +107,13 @@ def measures(rows: list[dict]) -> dict:
         "true kept": rate(true, lambda r: r["verdict"] == "supported"),
         "false rejected": rate(false, lambda r: r["verdict"] != "supported"),
         "contradicted called contradicted": rate(contra, lambda r: r["verdict"] == "contradicted"),
+        # precision of the red mark: of the claims called contradicted, the share that are false
+        "red mark right": rate([r for r in rows if r["verdict"] == "contradicted"],
+                               lambda r: r["label"] != "supported"),
         "top passage gold (true claims)": rate(true, lambda r: r["top_gold"]),
     }
-    for kind in ("number", "entity", "comparison", "negation", "unsupported"):
+    extra = [k for k in ("setting", "direction") if any(r["kind"] == k for r in false)]
+    for kind in ("number", "entity", "comparison", "negation", "unsupported", *extra):
         out[f"false rejected: {kind}"] = rate([r for r in false if r["kind"] == kind],
                                               lambda r: r["verdict"] != "supported")
     for kind in ("number", "comparison", "negation", "method"):
@@ -129,6 +133,47 @@ MORE = SHARED / "data" / "papers-more"
 
 
 HELDOUT2 = REPO / "benchmarks" / "verify_heldout2.jsonl"
+
+
+def papers_wiki(papers: list[Path], tag: str) -> Path:
+    """A wiki of ``papers`` ingested once into the bench cache (keyed by their names and bytes)."""
+    import bench_trace as bt
+
+    target = bt.CACHE / f"{tag}-{bt.papers_key(papers)}"
+    if not (target / "ingest.json").is_file():
+        build = bt.CACHE / f".build-{tag}-{os.getpid()}"
+        build.mkdir(parents=True, exist_ok=True)
+        print(f"ingesting {len(papers)} {tag} papers into {target} (once)...", file=sys.stderr)
+        proc = subprocess.run([sys.executable, "-m", "episteme.cli", "ingest", *map(str, papers),
+                               "--wiki", str(build / "wiki"), "--no-progress"],
+                              capture_output=True, text=True, cwd=REPO)
+        if proc.returncode != 0:
+            raise SystemExit(f"ingest failed:\n{proc.stderr}")
+        (build / "ingest.json").write_text(proc.stdout, encoding="utf-8")
+        os.replace(build, target)
+    return target / "wiki"
+
+
+#: Where ``benchmarks/papers/restore.py`` (corpus branch) puts the collected papers.
+CORPUS_PAPERS = Path(os.environ.get("EPISTEME_PAPERS", Path.home() / ".cache" / "episteme" / "papers"))
+
+
+def corpus(path: Path) -> list[dict]:
+    """Claims over collected papers of other fields (``verify_corpus.jsonl``: written by hand
+    on unseen prose, never read while building the rules), each traced alone with scope = the
+    file's papers, as ``run`` does for dev_verify.  The papers come from :data:`CORPUS_PAPERS`."""
+    items = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines() if x.strip()]
+    names = sorted({it["paper"] for it in items})
+    missing = [n for n in names if not (CORPUS_PAPERS / n).is_file()]
+    if missing:
+        raise SystemExit(f"corpus papers missing in {CORPUS_PAPERS}: {', '.join(missing)} "
+                         "(run benchmarks/papers/restore.py of the corpus branch)")
+    wiki = papers_wiki([CORPUS_PAPERS / n for n in names], "corpus")
+    tracer = Tracer(load_settings(wiki, env={}, dotenv=None))
+    cands = candidates(tracer, items)
+    for it in items:
+        it.setdefault("gold_quotes", [])
+    return run(tracer, items, cands, TOPIC_COVER, NUMBER_TOPIC_COVER)
 
 
 def more_wiki() -> Path:
@@ -507,6 +552,8 @@ def main() -> int:
     ap.add_argument("--no-speed", action="store_true")
     ap.add_argument("--quick", action="store_true", help="shipped thresholds only, print misses")
     ap.add_argument("--heldout", action="store_true", help="only the held-out table sets, per claim")
+    ap.add_argument("--corpus", metavar="JSONL", default=None,
+                    help="only the claims of this file over collected papers (verify_corpus.jsonl), per claim")
     ap.add_argument("--self-consistency", action="store_true",
                     help="only the self-consistency scan (every stored sentence against its passage)")
     ap.add_argument("--speed-json", action="store_true", help=argparse.SUPPRESS)
@@ -515,6 +562,16 @@ def main() -> int:
     args = ap.parse_args()
     if args.reference:
         os.environ["EPISTEME_REF_PLUGIN"] = str(Path(args.reference).resolve())
+    if args.corpus:
+        rows = corpus(Path(args.corpus))
+        for r in rows:
+            ok = (r["verdict"] == "supported") == (r["label"] == "supported")
+            if not ok or (r["label"] == "contradicted" and r["verdict"] != "contradicted"):
+                print(f"{'MISS' if not ok else 'weak'} {r['id']:38} {r['label']:12} {r['kind']:11} -> "
+                      f"{r['verdict']:12} {r['reason']['code']}: {r['reason']['text'][:90]}")
+        for k, (v, n) in measures(rows).items():
+            print(f"{k:40} {v:.3f} (n={n})")
+        return 0
     wiki = ensure_wiki()
     tracer = Tracer(load_settings(wiki, env={}, dotenv=None))
     if args.heldout:

@@ -380,3 +380,26 @@ def test_document_frequency_query_depends_on_the_text_alone():
     surface = surface_words(["It got worse, then worse again."])
     assert surface[stem("worse")] == "worse"
     assert fts_term(stem("worse"), surface[stem("worse")]) == '"worse"'  # Porter would cut "wors"
+
+
+def test_each_claim_shows_its_evidence_first_then_passages_by_score_and_what_was_compared(tracer):
+    """The passage the verdict rests on comes first (its quote is the verdict's span); the others
+    follow in score order, best first, as documented; every claim says what was compared, and a
+    possible contradiction the rules cannot align is a "check", shown as CHECK THIS."""
+    from episteme.query.results import format_trace_text
+
+    answer = ("The Transformer reaches 28.4 BLEU on the WMT 2014 English-to-German task. "
+              "The big Transformer models were trained for 100,000 steps. " + SCALING)
+    res = tracer.trace(answer, papers=[ATT], top=5)
+    for c in res["claims"]:
+        rest = [p["score"] for p in c["passages"][1:]]
+        assert rest == sorted(rest, reverse=True), c["claim"]
+        assert set(c["compared"]) == {"claim", "evidence"} and c["compared"]["claim"]
+        if c["verdict"] != "unsupported":
+            assert c["evidence"]["passage_id"] == c["passages"][0]["passage_id"]
+    big = res["claims"][1]
+    assert big["verdict"] == "contradicted" and big["compared"] == {"claim": "big", "evidence": "base"}
+    # a check reads as one in the text output
+    checked = {**res, "claims": [{**res["claims"][0], "verdict": "unsupported", "supported": False,
+                                  "check": True}]}
+    assert "CHECK THIS" in format_trace_text(checked)

@@ -72,9 +72,20 @@ class _ClaimVerdictBase(TypedDict):
     passages: list[ClaimPassage]
 
 
-class ClaimVerdict(_ClaimVerdictBase, total=False):
-    """One claim of a traced answer with its verdict."""
+class Compared(TypedDict):
+    """What a verdict compared: the claim's words it rests on (a value, a name, a comparative,
+    the claim) and the passage's (its value, name or sentence; None when no passage has any)."""
 
+    claim: str
+    evidence: str | None
+
+
+class ClaimVerdict(_ClaimVerdictBase, total=False):
+    """One claim of a traced answer with its verdict.  ``passages``: the one the verdict rests
+    on first (its quote is the verdict's span), then the other candidates by score, best first."""
+
+    compared: Compared
+    check: bool  # unsupported, with a possible contradiction the rules could not align: check it
     evidence: EvidenceRef  # absent when unsupported
     boxes: list[dict]
     # Claude's re-check (query.verify_llm)
@@ -137,15 +148,21 @@ def quote(text: str, limit: int = 400) -> str:
 
 
 def format_trace_text(result: TraceResult) -> str:
-    """A trace result for people: each claim with its verdict and the reason, then its
-    passages best first — the first one's quote is the span the verdict rests on."""
+    """A trace result for people: each claim with its verdict ("CHECK THIS" for an unsupported
+    claim with a possible contradiction to look at), the reason and what was compared, then its
+    passages: the first one's quote is the span the verdict rests on, the others by score."""
     lines: list[str] = []
     label = {"supported": "supported", "contradicted": "CONTRADICTED", "unsupported": "UNSUPPORTED"}
     for i, c in enumerate(result.get("claims", []), 1):
         verdict = c.get("verdict") or ("supported" if c["supported"] else "unsupported")
-        lines.append(f"{i}. {c['claim']}  [{label.get(verdict, verdict)}, support {c['support']:.2f}]")
+        shown_as = "CHECK THIS" if c.get("check") else label.get(verdict, verdict)
+        lines.append(f"{i}. {c['claim']}  [{shown_as}, support {c['support']:.2f}]")
         if c.get("reason") and verdict != "supported":
             lines.append(f"   why: {c['reason']['text']}")
+        cmp = c.get("compared") or {}
+        if verdict != "supported" and cmp.get("evidence"):
+            lines.append(f"   compared: claim \"{quote(cmp['claim'], 160)}\" / passage "
+                         f"\"{quote(cmp['evidence'], 160)}\"")
         shown = c["passages"] if verdict == "supported" else c["passages"][:1]
         for rank, p in enumerate(shown, 1):
             lines.append(f"   [{rank}] {p['paper']}, {p['section']}, p. {p['page']} "

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 
 # ------------------------------------------------------------------------------ stop words
@@ -89,6 +90,17 @@ def normalize(text: str) -> str:
 def unligature(text: str) -> str:
     """``ﬁ`` → ``fi`` and friends (changes lengths: for matching words only)."""
     return (text or "").translate(_LIG)
+
+
+def fold(text: str) -> str:
+    """Accents and compatibility forms folded away (Unicode NFKD, combining marks dropped):
+    "Rocktäschel" = "Rocktaschel", "Müller" = "Muller", ligatures and full-width forms to their
+    plain letters.  A name is the same name however a PDF or a writer spelled its letters.
+    Changes lengths: for keys and matching only, never for offsets."""
+    text = text or ""
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
 
 
 # ------------------------------------------------------------------------------ tokens and stems

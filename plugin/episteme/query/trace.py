@@ -56,6 +56,7 @@ from .results import (  # format_trace_text and quote re-exported: commands, ret
 from .text import (
     STOP,  # re-exported: verify and retrieve read it from here
     content_terms,
+    fold,
     fts_quoted,
     fts_term,
     longest_common_run,
@@ -485,12 +486,16 @@ class Tracer:
             return hit
         pat = re.compile(r"(?<![0-9a-z])" + r"[\s\-'./]?".join(map(re.escape, key))
                          + r"s?(?![0-9a-z])")
-        # a cheap SQL filter on the first word-ish piece, then the exact check in Python
+        # a cheap SQL filter on the first word-ish piece, then the exact check in Python (on the
+        # folded text: "Rocktäschel" in a passage names the claim's "Rocktaschel"); when that finds
+        # nothing, once more with a piece no accent can hide (a run of consonants and digits)
         piece = max(re.findall(r"[a-z]+|\d+", unligature(normalize(name)).lower()) or [""], key=len)
+        plain = max(re.findall(r"[b-df-hj-np-tv-z0-9]+", key) or [""], key=len)
         found = False
         with self._db_lock:
-            for text in self.store.passage_texts_containing(piece, papers):
-                if pat.search(unligature(normalize(text)).lower()):
+            for filt in dict.fromkeys(f for f in (piece, plain) if len(f) >= 2 or f == piece):
+                if any(pat.search(fold(unligature(normalize(text))).lower())
+                       for text in self.store.passage_texts_containing(filt, papers)):
                     found = True
                     break
             if len(self._names) > 4096:
@@ -574,32 +579,11 @@ class Tracer:
         for ci, (c, cands) in enumerate(zip(claims, ranked, strict=True)):
             support = pool.support(ci)
             v = verifier.verify(c.text, cands, support=support)
-            order = v["order"] + [i for i in range(len(cands)) if i not in v["order"]]
-            top_hits = [cands[i] for i in order][:max(1, top)]
-            passages = []
-            for rank, h in enumerate(top_hits):
-                q = None
-                if rank == 0 and v.get("span"):
-                    a, b = v["span"]
-                    q = h["text"][a:b].strip()
-                passages.append({**public_passage(h), "rank": rank + 1,
-                                 "quote": q or self.quote_for(c.text, h["text"])})
-            supported = v["verdict"] == SUPPORTED
-            entry: ClaimVerdict = {
-                "claim": c.text,
-                "verdict": v["verdict"],
-                "supported": supported,
-                "support": round(support, 4),
-                "reason": v["reason"],
-                "passages": passages,
-            }
-            if passages and v["verdict"] != UNSUPPORTED:
-                entry["evidence"] = {"passage_id": passages[0]["passage_id"],
-                                     "quote": passages[0]["quote"]}
+            entry, top_hits = self._claim_entry(c.text, cands, v, support, top)
             result["claims"].append(entry)
             if v["verdict"] == CONTRADICTED:
                 result["contradicted_claims"].append(c.text)
-            if not supported:
+            if not entry["supported"]:
                 result["unsupported_claims"].append(c.text)
                 continue
             for h in top_hits:
@@ -613,6 +597,44 @@ class Tracer:
             for j in order
         ]
         return result
+
+    def _claim_entry(self, claim: str, cands: list[dict], v: dict, support: float,
+                     top: int) -> tuple[ClaimVerdict, list[dict]]:
+        """One claim's record: the passage the verdict rests on first (its quote the verdict's
+        span), then the other candidates by score, best first; what was compared; ``check``
+        when a possible contradiction could not be aligned for certain."""
+        order = v["order"] + [i for i in range(len(cands)) if i not in v["order"]]
+        first = order[0] if order else None
+        rest = sorted((i for i in range(len(cands)) if i != first),
+                      key=lambda i: -float(cands[i]["score"]))
+        top_hits = ([cands[first]] if first is not None else []) + [cands[i] for i in rest]
+        top_hits = top_hits[:max(1, top)]
+        passages = []
+        for rank, h in enumerate(top_hits):
+            q = None
+            if rank == 0 and v.get("span"):
+                a, b = v["span"]
+                q = h["text"][a:b].strip()
+            passages.append({**public_passage(h), "rank": rank + 1,
+                             "quote": q or self.quote_for(claim, h["text"])})
+        entry: ClaimVerdict = {
+            "claim": claim,
+            "verdict": v["verdict"],
+            "supported": v["verdict"] == SUPPORTED,
+            "support": round(support, 4),
+            "reason": v["reason"],
+            "passages": passages,
+        }
+        if v.get("check"):
+            entry["check"] = True
+        compared = dict(v.get("compared") or {"claim": claim, "evidence": None})
+        if compared.get("evidence") is None and passages and v["verdict"] == SUPPORTED:
+            compared["evidence"] = passages[0]["quote"]
+        entry["compared"] = compared
+        if passages and v["verdict"] != UNSUPPORTED:
+            entry["evidence"] = {"passage_id": passages[0]["passage_id"],
+                                 "quote": passages[0]["quote"]}
+        return entry, top_hits
 
     def quote_for(self, claim: str, passage: str, max_sentences: int = 2) -> str:
         """The sentence(s) of ``passage`` that carry the support for ``claim``: the sentence

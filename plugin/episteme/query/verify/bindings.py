@@ -7,10 +7,10 @@ from __future__ import annotations
 import functools
 import re
 
-from ..text import normalize
+from ..text import STOP, normalize, stem
 from .evidence import Evidence
-from .names import Ent, siblings
-from .numbers import Num, number_matches
+from .names import Ent, entities_in, entity_key, siblings
+from .numbers import Num, number_matches, numbers_in
 from .sentences import sentence_of, stem_set, tabular
 
 
@@ -251,3 +251,65 @@ def cell_runs(text: str) -> list[list[tuple[int, int]]]:
     if cur:
         rows.append(cur)
     return rows
+
+
+# ------------------------------------------------------------------------ "value for name" pairs
+
+_FOR_PAIR = re.compile(r"(?P<v>\d[\d.,]*\s?%?)\s+(?:for|of|through|on|with|in)\s+(?:the\s+)?(?P<l>[\w\-]+(?:\s+[\w\-]+)?)")
+_LABEL_STOP = frozenset(["all", "each", "every", "both", "the", "a", "an", "total", "average", "mean"])
+
+
+def _label(words_: str) -> frozenset[str]:
+    """The keys a pair's label names (its first two words, function words left out; a name by
+    form as :func:`~.names.entity_key` reads it, other words stemmed)."""
+    out = [entity_key(w) if entities_in(f"x {w}") else stem(w.lower())
+           for w in re.findall(r"[A-Za-z][\w\-]*", words_)
+           if w.lower() not in STOP and w.lower() not in _LABEL_STOP]
+    return frozenset(out[:2])
+
+
+def value_pairs(text: str) -> list[tuple[Num, frozenset[str]]]:
+    """The "V for L" pairs of ``text`` ("0.25% for LoRA", "295 for fine-tuning"): each value with
+    the label its own words give it."""
+    text = normalize(text)
+    nums = numbers_in(text, evidence=True)
+    out = []
+    for m in _FOR_PAIR.finditer(text):
+        n = next((x for x in nums if x.start == m.start("v") and x.lo is None), None)
+        lab = _label(m.group("l"))
+        if n is not None and lab:
+            out.append((n, lab))
+    return out
+
+
+def for_binding(claim: str, cnums: list[Num], ev: Evidence):
+    """``("value_of_other", reason, offset)`` when the claim pairs a value with a label ("0.28%
+    for LoRA") that the passage pairs with another label ("0.28% for DoRA") while the passage
+    gives the claim's label another value ("0.25% for LoRA"): both pairings read from the texts'
+    own "V for L" wording, so the claim swapped the value.  None otherwise."""
+    theirs = value_pairs(ev.text)
+    if not theirs:
+        return None
+    text = normalize(claim)
+    mine = {n.start: [lab] for n, lab in value_pairs(claim)}  # by offset: cnums are other objects
+    for n in cnums:
+        # and the name just before it in its clause ("LoRA updates 0.28% of ...")
+        clause_start = max(text.rfind(ch, 0, n.start) for ch in ",;:(")
+        before = [e for e in entities_in(text[clause_start + 1:n.start])]
+        if before:
+            mine.setdefault(n.start, []).append(frozenset([entity_key(before[-1].text)]))
+    for n in cnums:
+        labs = mine.get(n.start)
+        if n.word or not labs:
+            continue
+        same_value = [(en, el) for en, el in theirs if number_matches(n, en)]
+        if not same_value or any(el & lab for _en, el in same_value for lab in labs):
+            continue  # the passage pairs it with the claim's label (or not at all)
+        for lab in labs:
+            mine_there = [(en, el) for en, el in theirs if el == lab and not number_matches(n, en)]
+            if mine_there:
+                en, el = same_value[0]
+                return ("value_of_other", f"the passage gives {en.text.strip()} for "
+                        f"{' '.join(sorted(el))} and {mine_there[0][0].text.strip()} for "
+                        f"{' '.join(sorted(lab))}", en.start)
+    return None

@@ -7,7 +7,7 @@ import functools
 import re
 from dataclasses import dataclass
 
-from ..text import normalize, unligature
+from ..text import fold, normalize, unligature
 
 # ----------------------------------------------------------------------------------- entities
 
@@ -67,7 +67,7 @@ def entity_key(token: str) -> str:
     pair = lang_pair(token)
     if pair:
         return pair[0] + pair[1]
-    t = unligature(normalize(token))
+    t = fold(unligature(normalize(token)))
     t = re.sub(r"(?i)-to-", "-", t)
     return re.sub(r"[^0-9a-z]", "", t.lower())
 
@@ -156,6 +156,12 @@ def siblings(a: Ent | str, b: Ent | str, *, min_affix: int = 2) -> bool:
         return bool(pa and pb and pa != pb)  # English-German / English-French / EN-FR
     ka, kb = entity_key(ta), entity_key(tb)
     if not ka or not kb or ka == kb or ka.rstrip("s") == kb.rstrip("s"):
+        return False
+    short, long_ = sorted((ka, kb), key=len)
+    if long_.startswith(short) and (re.fullmatch(r"(?:e?d|e?s|ing)", long_[len(short):])
+                                    or (re.fullmatch(r"\d{1,3}", long_[len(short):]) and short[-1:].isdigit())):
+        # one name inflected ("Y-shape" / "Y-shaped"), or a reference number glued to it by the
+        # page text ("IA3" / "IA350" = IA3 + ref. 50): the same name, not a sibling
         return False
     if shape(normalize(ta).replace("-to-", "-")) != shape(normalize(tb).replace("-to-", "-")):
         return False

@@ -99,6 +99,7 @@ def _numbers(text: str, *, evidence: bool = False) -> list[Num]:
     text = normalize(text)
     # citation markers ("[23]", "[19, 9]") are not values: blank them, keeping offsets
     text = CITATION_MARKS.sub(lambda m: " " * len(m.group(0)), text)
+    text = blank_citation_years(text)
     out: list[Num] = []
     label_end = -1  # where the last label ended ("Tables 2 and 3": the 3 is one too)
     for m in _NUM.finditer(text):
@@ -119,7 +120,8 @@ def _numbers(text: str, *, evidence: bool = False) -> list[Num]:
             continue
         vals = set(_readings(value, bool(m.group("pct")), m.group("scale")))
         if re.fullmatch(r"\d\d", raw) and text[max(0, m.start() - 1):m.start()] == "'":
-            vals.add(_key(2000 + value if value < 50 else 1900 + value))  # WMT'14 = 2014
+            # WMT'14 = 2014: a year in a name, never the value 14
+            vals = {_key(2000 + value if value < 50 else 1900 + value)}
         if evidence and re.search(r",\s", raw):
             for part in raw.split(","):
                 part = part.strip()
@@ -159,8 +161,67 @@ def _numbers(text: str, *, evidence: bool = False) -> list[Num]:
             lo, hi = float(m.group(1)), float(m.group(2))
             if lo < hi:
                 out.append(Num(m.group(0), m.start(), m.end(), frozenset(), lo=lo, hi=hi))
+    if evidence:
+        out = _drop_line_numbers(out)
     out.sort(key=lambda n: n.start)
     return out
+
+
+#: A year as written in a citation: "(Smith et al., 2017)", "(Lee and Kim 2019a; Wu, 2020)",
+#: "Rocktäschel et al. (2016)".  Its year names a paper, it states no value.
+_YEAR = r"(?:19|20)\d{2}[a-z]?"
+_PAREN = re.compile(r"\(([^()]{0,300})\)")
+_AUTHOR_YEAR = re.compile(r"[A-Z][\w'\-]+(?:\s+et\s+al\.?|\s+(?:and|&)\s+[A-Z][\w'\-]+)?\s*,?\s*"
+                          + _YEAR + r"(?![\w])")
+_ET_AL_YEAR = re.compile(r"(?:et\s+al\.?|[A-Z][\w'\-]+)\s*,?\s*\(\s*(" + _YEAR + r"(?:\s*[,;]\s*" + _YEAR
+                         + r")*)\s*\)")
+_YEAR_TOKEN = re.compile(r"(?<![\w.])" + _YEAR + r"(?![\w])")
+
+
+def blank_citation_years(text: str) -> str:
+    """``text`` with the years of its author-year citations blanked (offsets kept): inside a
+    parenthesis that pairs a capitalised name with a year, and the "(2016)" after "et al." or a
+    name.  A year elsewhere ("released in 2017") stays a value."""
+    if not re.search(_YEAR, text):
+        return text
+    chars = list(text)
+
+    def blank(a: int, b: int) -> None:
+        for m in _YEAR_TOKEN.finditer(text, a, b):
+            chars[m.start():m.end()] = " " * (m.end() - m.start())
+
+    for m in _PAREN.finditer(text):
+        if _AUTHOR_YEAR.search(m.group(1)) and re.search(r"[a-z]", m.group(1)):
+            blank(m.start(1), m.end(1))
+    for m in _ET_AL_YEAR.finditer(text):
+        blank(m.start(1), m.end(1))
+    return "".join(chars)
+
+
+def _drop_line_numbers(nums: list[Num]) -> list[Num]:
+    """Without the margin line numbers of a preprint ("... of the 617 samples 618 were ..."):
+    integers from 10 up that count up by one through the text, a line's length apart (three or
+    more), are the page's line numbers, not values of the prose (a list's "1. 2. 3." is not)."""
+    chains: dict[float, list[Num]] = {}
+    members: list[list[Num]] = []
+    for n in sorted(nums, key=lambda x: x.start):
+        if n.word or n.lo is not None or not re.fullmatch(r"\d{1,4}", n.text):
+            continue
+        v = float(n.text)
+        prev = chains.pop(v - 1, None)
+        if prev is not None and 10 <= n.start - prev[-1].end <= 400:
+            prev.append(n)
+            chains[v] = prev
+        else:
+            chains[v] = [n]
+            members.append(chains[v])
+    drop = {id(n) for ch in members if len(ch) >= 3 and float(ch[0].text) >= 10 for n in ch}
+    return [n for n in nums if id(n) not in drop] if drop else nums
+
+
+def year_like(n: Num) -> bool:
+    """A bare four-digit year (1900-2099): compared only with another year."""
+    return not n.word and re.fullmatch(r"(?:19|20)\d{2}", n.text.strip()) is not None
 
 
 def specificity(n: Num) -> float:
@@ -185,9 +246,22 @@ def claim_numbers(claim: str) -> list[Num]:
 
 def number_matches(claim_num: Num, ev: Num) -> bool:
     """Same value in any reading (28.4 = 28.40, 86.3% = 0.863), or inside a stated range; a
-    hedged claim value ("about 90%") also matches the evidence rounded to its precision."""
+    hedged claim value ("about 90%") also matches the evidence rounded to its precision, and a
+    value written with a scale word ("210 thousand", "4.5M") the plain value rounded to it."""
     if claim_num.values & ev.values:
         return True
+    scale = re.search(r"\s?(thousand|million|billion|trillion|[kKMB])$", claim_num.text.strip())
+    if scale and not claim_num.word and ev.lo is None and not re.search(r"[kKMB]|illion|thousand", ev.text):
+        # "210 thousand" is stated to its scale: 210,286 rounds to it
+        mant = claim_num.text.strip()[:scale.start()].strip().replace(",", "")
+        digits = len(mant.split(".")[1]) if "." in mant else 0
+        unit = _SCALE[scale.group(1).lower()]
+        try:
+            want = float(mant)
+        except ValueError:
+            want = None
+        if want is not None and any(v and abs(round(v / unit, digits) - want) < 1e-9 for v in ev.values):
+            return True
     if claim_num.hedged and not claim_num.word and ev.lo is None:
         digits = len(claim_num.text.split(".")[1].rstrip("%kKMB ")) if "." in claim_num.text else 0
         for cv in claim_num.values:

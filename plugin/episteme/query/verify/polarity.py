@@ -217,8 +217,11 @@ def role_swap(claim: str, sent: str) -> str | None:
     return None
 
 def comparison_in(claim: str, cands: list[Evidence], sents: list) -> tuple | None:
-    """``(reason, passage, span, agrees)`` for the sentence among ``sents`` that compares
-    the same two things as the claim (both sides' words found around its comparative)."""
+    """``(reason, passage, span, agrees, (claim cue, passage cue, uncertain))`` for the sentence
+    among ``sents`` that compares the same two things as the claim (both sides' words found
+    around its comparative).  ``uncertain``: the sides were matched across the comparative on
+    little evidence (fewer than three of the claim's side words, or fewer than three times as many
+    as were found straight)."""
     cc = comparisons(claim)
     if not cc:
         return None
@@ -285,11 +288,102 @@ def comparison_in(claim: str, cands: list[Evidence], sents: list) -> tuple | Non
                 # the best-matched pair; among equals, one that agrees
                 k = (max(same, crossed), _sh, agrees)
                 if best is None or k > best[0]:
-                    best = (k, c, s, flip, agrees, i, sa, sb)
+                    best = (k, c, s, flip, agrees, i, sa, sb, same, crossed)
     if best is None:
         return None
-    _k, c, s, flip, agrees, i, sa, sb = best
+    _k, c, s, flip, agrees, i, sa, sb, same, crossed = best
     if not agrees:
         return (f"the claim says \"{c.cue}\"; the passage says \"{s.cue}\"" +
-                (" with the sides the other way round" if flip < 0 else ""), i, (sa, sb), False)
-    return ("", i, (sa, sb), True)
+                (" with the sides the other way round" if flip < 0 else ""), i, (sa, sb), False,
+                (c.cue, s.cue, flip < 0 and not (crossed >= 3 and crossed >= 3 * same)))
+    return ("", i, (sa, sb), True, (c.cue, s.cue, flip < 0))
+
+
+# ------------------------------------------------------------------------------ alternatives
+
+#: "A instead of B", "A rather than B", "A, not B": the claim asserts A and denies B.
+_INSTEAD = re.compile(r"(?P<a>(?:[\w\-/]+\s+){0,3}[\w\-/]+)\s*(?:,\s*)?(?:instead\s+of|rather\s+than|,\s*not)\s+"
+                      r"(?:an?\s+|the\s+)?(?P<b>(?:[\w\-/]+\s+){0,2}[\w\-/]+)", re.IGNORECASE)
+
+
+#: Words by which a sentence sets one thing against another: B in such a sentence may be what
+#: was replaced, not what was used.
+_ALTERNATIVE_CUES = frozenset(["instead", "rather", "replace", "replaced", "replaces", "replacing",
+                               "not", "no", "without", "unlike", "than", "substitute", "substituted",
+                               "removed", "remove", "versus", "vs"])
+
+
+def _content(text: str) -> set[str]:
+    return {stem(w) for w, _s, _e in cue_tokens(text) if w not in STOP and len(w) > 2 and not w.isdigit()}
+
+
+def alternative_swapped(claim: str, sent: str, elsewhere: set[str],
+                        min_share: float) -> tuple[str, str] | None:
+    """``(what the claim asserts, what it denies)`` when the claim says "A instead of B" (or
+    "A rather than B", "A, not B") and ``sent`` states B, saying ``min_share`` of the rest of the
+    claim, while A is nowhere in the evidence (``elsewhere``: the stems of every candidate
+    passage): the paper did what the claim says it did not.  Only the words that tell A from B
+    count (those of A that B lacks): one of them must be absent from every passage, and the
+    sentence must not itself set B against something (a replacement, a negation, a "than")."""
+    m = _INSTEAD.search(normalize(claim))
+    if not m:
+        return None
+    a, b = _content(m.group("a")), _content(m.group("b"))
+    only_a = a - b
+    have = stem_set(sent)
+    if not b or not only_a or not b <= have:
+        return None
+    rest = stem_set(claim) - only_a
+    if len(rest & have) < min_share * len(rest):
+        return None
+    if not only_a - elsewhere:
+        return None  # the evidence names all of A too: nothing to hold against the claim
+    if {w for w, _s, _e in cue_tokens(sent)} & _ALTERNATIVE_CUES:
+        return None  # the sentence itself sets B against something ("we replace B by ...")
+    said = m.group("a").split()
+    while said and said[0].lower() in STOP:
+        said = said[1:]  # "used a convolutional encoder" -> "convolutional encoder"
+    return " ".join(said), m.group("b").strip()
+
+
+#: Two settings of one kind that a claim can confuse: the paper states the claim for the other.
+#: (Not "training" / "test": "trained" is a verb of almost every claim about a model.)
+SETTING_PAIRS = (("base", "big"), ("base", "large"), ("small", "large"), ("encoder", "decoder"),
+                 ("source", "target"), ("input", "output"),
+                 ("generator", "discriminator"), ("teacher", "student"), ("forward", "backward"),
+                 ("minimum", "maximum"), ("unsupervised", "supervised"), ("pre-training", "fine-tuning"))
+_SETTING_OF = {}
+for _x, _y in SETTING_PAIRS:
+    _SETTING_OF.setdefault(stem(_x), set()).add(stem(_y))
+    _SETTING_OF.setdefault(stem(_y), set()).add(stem(_x))
+
+
+def setting_swapped(claim: str, sents: list[str]) -> tuple[str, str, int] | None:
+    """``(claim's setting, passage's setting, sentence index)`` when the claim names one of two
+    settings (base / big, encoder / decoder ...) and a sentence of ``sents`` says the rest of
+    what the claim says (two thirds of its other content words, and every number of it) for the
+    other one, while no such sentence says it for the claim's: the wrong one of two settings."""
+    cterms = _content(claim)
+    named = [t for t in cterms if t in _SETTING_OF]
+    if len(named) != 1:
+        return None  # none, or several: the claim's own setting is not one word
+    mine = named[0]
+    rest = cterms - {mine} - _SETTING_OF[mine]
+    if len(rest) < 2:
+        return None
+    cnums = [n for n in numbers_in(claim) if not n.word]
+    found = None
+    for k, sent in enumerate(sents):
+        have = _content(sent)
+        if 3 * len(rest & have) < 2 * len(rest):
+            continue
+        if cnums:
+            snums = numbers_in(sent, evidence=True)
+            if not all(any(number_matches(n, en) for en in snums) for n in cnums):
+                continue
+        if mine in have:
+            return None  # a sentence states it for the claim's own setting
+        other = (_SETTING_OF[mine] & have) - cterms
+        if other and found is None:
+            found = (mine, sorted(other)[0], k)
+    return found

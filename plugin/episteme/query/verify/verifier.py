@@ -15,11 +15,12 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .bindings import binding
-from .evidence import Evidence, aligned_number, has_entity, sibling_in
+from .bindings import binding, for_binding
+from .evidence import Evidence, aligned_number, has_entity, number_aligned, sibling_in
 from .names import Ent, claim_entities, entities_in
 from .numbers import Num, compound, fmt_num, number_matches, numbers_in, specificity
 from .polarity import (
+    alternative_swapped,
     comparison_in,
     denied_stated,
     negated_heads,
@@ -28,6 +29,7 @@ from .polarity import (
     privative_near,
     restates,
     role_swap,
+    setting_swapped,
 )
 from .quotes import verbatim_span
 from .sentences import (
@@ -128,7 +130,8 @@ class Verifier:
                 span = verbatim_span(claim, ev.text)
                 if span is not None:
                     return outcome(SUPPORTED, "match", "the passage states this word for word",
-                                   i, span, front(list(range(len(cands))), i), cands)
+                                   i, span, front(list(range(len(cands))), i), cands,
+                                   compared=(claim, ev.text[span[0]:span[1]]))
         case = self._read(claim, cands, cnums)
         for check in (self._absent_names, self._table_grid, self._numbers, self._sibling_names,
                       self._bindings, self._sentences):
@@ -185,10 +188,11 @@ class Verifier:
                 if sib is not None and c.cover[best] >= self.tuning.number_topic_cover:
                     return outcome(CONTRADICTED, "entity_mismatch",
                                    f"the claim names {e.text}; the passage names {sib.text}",
-                                   best, sentence_of(ev.text, sib.start), c.order, c.cands)
+                                   best, sentence_of(ev.text, sib.start), c.order, c.cands,
+                                   compared=(e.text, sib.text), check=self._name_aligned(c, e, sib))
                 return outcome(UNSUPPORTED, "entity_absent",
                                f"no passage of the papers in scope mentions {e.text}",
-                               best, None, c.order, c.cands)
+                               best, None, c.order, c.cands, compared=(e.text, None))
         return None
 
     def _table_grid(self, c: _Case) -> dict | None:
@@ -215,8 +219,10 @@ class Verifier:
                 c.order, c.best = front(c.order, i), i
                 return None
             code, text, (ri, ki) = found
+            cell = grid.rows[ri].cells[ki].text if ri < len(grid.rows) and ki < len(grid.rows[ri].cells) else None
             return outcome(CONTRADICTED, code, text, i, grid_span(cands[i], grid, ri, ki),
-                           front(c.order, i), cands)
+                           front(c.order, i), cands,
+                           compared=(", ".join(fmt_num(n) for n in c.cnums), cell))
         return None
 
     def _numbers(self, c: _Case) -> dict | None:
@@ -236,15 +242,23 @@ class Verifier:
             hard = [m for m in missing if not m.word]
             topic = claim_topic_share(claim, ev.text)
             if ev.nums and topic >= self.tuning.number_topic_cover and (hard or len(missing) == len(cnums)):
-                other = aligned_number(claim, n, ev)
+                where, other, why = self._number_in_place(c, n)
+                k = cnums.index(n)
+                if why is None and specificity(n) >= 2 and any(
+                        found_n[i][k] for i in range(len(c.cands))
+                        if i != best and c.cands[i].paper == c.cands[where].paper):
+                    why = f"another passage states {fmt_num(n)}"
+                ev = c.cands[where]
                 span = sentence_of(ev.text, other.start) if other else None
                 said = f"the passage says {fmt_num(other)}" if other else "the passage gives other values"
+                order = c.order if where == best else front(c.order, where)
                 return outcome(CONTRADICTED, "number_mismatch",
-                               f"the claim says {fmt_num(n)}; {said}", best, span, c.order, c.cands)
+                               f"the claim says {fmt_num(n)}; {said}", where, span, order, c.cands,
+                               compared=(fmt_num(n), fmt_num(other) if other else None), check=why)
             if hard or not any(found_n[best]):
                 return outcome(UNSUPPORTED, "number_absent",
                                f"no passage close to the claim states {fmt_num(n)}",
-                               best, None, c.order, c.cands)
+                               best, None, c.order, c.cands, compared=(fmt_num(n), None))
         return None
 
     def _sibling_names(self, c: _Case) -> dict | None:
@@ -258,7 +272,8 @@ class Verifier:
                     and c.cover[best] >= self.tuning.number_topic_cover:
                 return outcome(CONTRADICTED, "entity_mismatch",
                                f"the claim names {e.text}; the passage names {sib.text}",
-                               best, sentence_of(ev.text, sib.start), c.order, c.cands)
+                               best, sentence_of(ev.text, sib.start), c.order, c.cands,
+                               compared=(e.text, sib.text), check=self._name_aligned(c, e, sib))
         return None
 
     def _bindings(self, c: _Case) -> dict | None:
@@ -268,14 +283,45 @@ class Verifier:
         bound = None if c.grid_agrees else table_binding(c.claim, c.cnums, c.cents, ev)
         if bound is None and not c.grid_agrees:
             bound = binding(c.claim, c.cnums, c.cents, ev)
+        if bound is None and not c.grid_agrees:
+            bound = for_binding(c.claim, c.cnums, ev)
         if bound is not None:
             code, text, pos = bound
-            return outcome(CONTRADICTED, code, text, c.best, sentence_of(ev.text, pos), c.order, c.cands)
+            sa, sb = sentence_of(ev.text, pos)
+            return outcome(CONTRADICTED, code, text, c.best, (sa, sb), c.order, c.cands,
+                           compared=(c.claim, ev.text[sa:sb].strip()))
         a, b, share = best_sentence(ev.text, c.cterms, prose=True)
         if share >= self.tuning.topic_cover:
             swap = role_swap(c.claim, ev.text[a:b])
             if swap:
-                return outcome(CONTRADICTED, "roles_swapped", swap, c.best, (a, b), c.order, c.cands)
+                return outcome(CONTRADICTED, "roles_swapped", swap, c.best, (a, b), c.order, c.cands,
+                               compared=(c.claim, ev.text[a:b].strip()))
+        return self._alternatives(c)
+
+    def _alternatives(self, c: _Case) -> dict | None:
+        """5b. "A instead of B" where the passage states B and nowhere A; the wrong one of two
+        named settings (base / big, encoder / decoder) where a sentence says the rest of the
+        claim for the other one."""
+        cands = c.cands
+        spans = [(i, sa, sb) for i in c.order for sa, sb in sentence_spans(cands[i].text)
+                 if not tabular(cands[i].text[sa:sb])]
+        texts = [cands[i].text[sa:sb] for i, sa, sb in spans]
+        everywhere = set().union(*(stem_set(f"{x.head} {x.text}") for x in cands))
+        for (i, sa, sb), sent in zip(spans, texts, strict=True):
+            alt = alternative_swapped(c.claim, sent, everywhere, self.tuning.topic_cover)
+            if alt is not None:
+                return outcome(CONTRADICTED, "alternative_swapped",
+                               f"the claim says {alt[0]} instead of {alt[1]}; the passage states "
+                               f"{alt[1]}", i, (sa, sb), front(c.order, i), cands,
+                               compared=(f"{alt[0]} instead of {alt[1]}", sent.strip()))
+        swapped = setting_swapped(c.claim, texts)
+        if swapped is not None:
+            mine, other, k = swapped
+            i, sa, sb = spans[k]
+            return outcome(CONTRADICTED, "setting_swapped",
+                           f"the passage states it for the {other} setting, not the {mine} one",
+                           i, (sa, sb), front(c.order, i), cands,
+                           compared=(mine, other))
         return None
 
     def _sentences(self, c: _Case) -> dict | None:
@@ -303,9 +349,13 @@ class Verifier:
         cmp = comparison_in(claim, cands, sents)
         agreed = False
         if cmp is not None:
-            text, i, span, agrees = cmp
+            text, i, span, agrees, (ccue, scue, crossed) = cmp
             if not agrees:
-                return outcome(CONTRADICTED, "comparison", text, i, span, front(order, i), cands)
+                # the same two things compared the other way: a contradiction only when the sides
+                # stand where the claim puts them; read across the comparative, check it
+                return outcome(CONTRADICTED, "comparison", text, i, span, front(order, i), cands,
+                               compared=(ccue, scue),
+                               check="the sides were matched across the comparative" if crossed else None)
             c.order, c.best, agreed = front(order, i), i, True
         if agreed:
             return None  # a sentence states the claim's comparison as claimed
@@ -344,9 +394,17 @@ class Verifier:
             negs = [x for x in close if neg(x)]
             if not cn and negs and not privative_near(claim, cterms):
                 x = negs[0]
+                st = cands[x[2]].text[x[3]:x[4]]
+                # a red mark only where the negated sentence is about what the claim says: most
+                # of the claim's words, two of them inside the negation's scope or one its head
+                sure = x[0] >= self.tuning.negation_cover and (
+                    negated_near(st, cterms & stem_set(st), min_hits=self.tuning.neg_min_hits)[0]
+                    or bool(negated_heads(st) & cterms))
                 return outcome(CONTRADICTED, "negation",
                                "the passage states it negated; the claim states it as true",
-                               x[2], (x[3], x[4]), front(order, x[2]), cands)
+                               x[2], (x[3], x[4]), front(order, x[2]), cands,
+                               compared=(claim, st.strip()),
+                               check=None if sure else "the negated sentence may be about something else")
             # a negated claim is contradicted only where the passage states the very thing it
             # denies (a passage may deny in other words: "discarded" for "not retained")
             stated = [x for x in close if denied_stated(claim, cpos, cands[x[2]].text[x[3]:x[4]])]
@@ -357,7 +415,8 @@ class Verifier:
             if cn and not negs and stated and not privative_near(cands[stated[0][2]].text, cterms):
                 x = stated[0]
                 return outcome(CONTRADICTED, "negation", "the claim denies what the passage states",
-                               x[2], (x[3], x[4]), front(order, x[2]), cands)
+                               x[2], (x[3], x[4]), front(order, x[2]), cands,
+                               compared=(claim, cands[x[2]].text[x[3]:x[4]].strip()))
             if cn and negs:
                 c.order, c.best = front(order, negs[0][2]), negs[0][2]
         return None
@@ -369,16 +428,51 @@ class Verifier:
         if self.threshold is not None and sup < self.threshold:
             return outcome(UNSUPPORTED, "low_support",
                            f"no passage states this claim (best support {sup:.2f} < "
-                           f"{self.threshold:.2f})", best, None, order, cands)
+                           f"{self.threshold:.2f})", best, None, order, cands, compared=(c.claim, None))
         if c.grid_agrees:
-            return outcome(SUPPORTED, "match", c.grid_agrees, best, None, order, cands)
+            return outcome(SUPPORTED, "match", c.grid_agrees, best, None, order, cands,
+                           compared=(", ".join(fmt_num(n) for n in c.cnums), None))
         stated = [n.text for k, n in enumerate(c.cnums) if c.found_n[best][k]] + \
                  [e.text for k, e in enumerate(c.cents) if c.found_e[best][k]]
         text = ("the passage states " + ", ".join(stated[:6])) if stated else \
             "the passage states the claim's content words"
-        return outcome(SUPPORTED, "match", text, best, None, order, cands)
+        return outcome(SUPPORTED, "match", text, best, None, order, cands,
+                       compared=(", ".join(stated[:6]) or c.claim, None))
 
     # -- pieces --------------------------------------------------------------------------------
+
+    def _number_in_place(self, c: _Case, n: Num) -> tuple[int, Num | None, str | None]:
+        """``(passage, its number in the place of the claim's n, None)`` for the first passage
+        in evidence order (the best one first) whose number stands for the same quantity
+        (:func:`~.evidence.number_aligned`); when none does, the best passage's candidate and why
+        the alignment is uncertain.  Another passage counts only when it is from the best one's
+        paper and on the claim's topic (its share of the claim's words reaches
+        ``number_topic_cover``)."""
+        ev = c.ev
+        other = aligned_number(c.claim, n, ev)
+        why = number_aligned(c.claim, n, ev, other, c.cnums)
+        if why is None:
+            return c.best, other, None
+        for i in c.order:
+            cand = c.cands[i]
+            if i == c.best or cand.paper != ev.paper or not cand.nums \
+                    or claim_topic_share(c.claim, cand.text) < self.tuning.number_topic_cover:
+                continue
+            alt = aligned_number(c.claim, n, cand)
+            if alt is not None and number_aligned(c.claim, n, cand, alt, c.cnums) is None:
+                return i, alt, None
+        return c.best, other, why
+
+    def _name_aligned(self, c: _Case, e: Ent, sib: Ent) -> str | None:
+        """``None`` when the sentence naming ``sib`` instead of the claim's ``e`` says what the
+        claim says around the name (its share of the claim's other words reaches
+        ``number_topic_cover``): the same role, another name; else why that is uncertain."""
+        sa, sb = sentence_of(c.ev.text, sib.start)
+        rest = c.cterms - stem_set(e.text)
+        share = len(rest & stem_set(c.ev.text[sa:sb])) / (len(rest) or 1)
+        if share >= self.tuning.number_topic_cover:
+            return None
+        return f"the sentence naming {sib.text} says little else of the claim"
 
     def _known(self, e: Ent) -> bool:
         """Whether the papers in scope name ``e`` (a hyphenated compound such as ``root-to-w2``
