@@ -90,3 +90,24 @@ def test_year_from_the_pages_dates_never_the_files():
     meta = extract_meta({}, stamp, [])
     assert meta["year"] == 2022 and meta["venue"] == "bioRxiv"
     assert _entry(meta).startswith("@misc")
+
+
+def test_accent_glyphs_are_placed_on_their_letters_in_real_papers(shared):
+    """Old TeX fonts print an accent as its own glyph; PDFium reports it out of order
+    ("Montr ´ eal ´").  Placed by position, names and words read as printed."""
+    sok = split_pdf(shared / "data" / "papers-more" / "ieee_sp_sok_memory_2013.pdf")
+    assert sok.authors[0] == "László Szekeres"
+    gan = split_pdf(shared / "data" / "papers" / "gan_1406.2661v1.pdf")
+    front = gan.sections[0].text
+    assert "Université de Montréal" in front and "´" not in front and " \u0301" not in front
+
+
+def test_an_appendix_letter_never_opens_page_one(tmp_path):
+    """A title that starts with the article "A" in bold large type is the paper's title, not
+    appendix A (which then made every Roman-numbered section unreachable)."""
+    paper = pdfgen.sample_paper()
+    paper.title = "A Model for Harbour Tides"
+    f = pdfgen.make_paper_pdf(tmp_path / "a.pdf", paper, pdfgen.Layout(columns=2, ieee=True))
+    res = split_pdf(f)
+    assert not any(s.number == "A" and s.title.startswith("Model") for s in res.sections)
+    assert [s.title for s in res.sections if s.number == "I"] == ["INTRODUCTION"]
