@@ -23,6 +23,11 @@ def test_organisations_and_marks_are_not_names():
         assert _person_like(person), person
     assert clean_name("Alec Radford*") == "Alec Radford"
     assert clean_name("Meera Nanjundan ⇑") == "Meera Nanjundan"
+    assert clean_name("Salvador M. Guinjoan M.D. Ph.D.") == "Salvador M. Guinjoan"
+    assert clean_name("Dr. Saeed Murtaza") == "Saeed Murtaza"
+    assert clean_name("Ambroise Lafont[0000-0002-9299-641X]") == "Ambroise Lafont"
+    assert not _person_like("Attribution-NonCommercial-NoDerivatives License")
+    assert not _person_like("MASTER OF SCIENCE")
 
 
 def test_authors_are_the_name_lines_not_the_affiliations(tmp_path):
