@@ -445,7 +445,7 @@ def test_word_processor_headings_from_their_typography(tmp_path, columns):
         assert _norm(by_title[sec.title].text) == _norm(" ".join(sec.paragraphs)), sec.title
 
 
-def _line(text: str, page: int, y: float, size: float = 10.0, bold: bool = False) -> Line:
+def _tline(text: str, page: int, y: float, size: float = 10.0, bold: bool = False) -> Line:
     font = "Times-Bold" if bold else "Times-Roman"
     return Line(text, page, 72.0, y, size, font, bold, [Run(text, font, size, 72.0, y, bold)])
 
@@ -453,16 +453,16 @@ def _line(text: str, page: int, y: float, size: float = 10.0, bold: bool = False
 def test_a_table_of_contents_is_not_the_papers_headings():
     """A contents page lists the headings with their page numbers; read as headings they cut
     the paper at its contents page and use up the numbering before the real headings."""
-    toc = [_line("Contents", 2, 700, 14, True)] + [
-        _line(t, 2, 680 - 14 * k) for k, t in enumerate(
+    toc = [_tline("Contents", 2, 700, 14, True)] + [
+        _tline(t, 2, 680 - 14 * k) for k, t in enumerate(
             ["1 Introduction 3", "2 Data 6", "2.1 Sample selection 7", "3 Model 12",
              "4 Results 19", "Bibliography 24"])]
     body = []
     y = 700.0
     for page, (num, title) in enumerate([("1", "Introduction"), ("2", "Data"),
                                          ("3", "Model"), ("4", "Results")], start=3):
-        body.append(_line(f"{num} {title}", page, y, 14, True))
-        body += [_line("The households report their time use in a diary kept for a week.",
+        body.append(_tline(f"{num} {title}", page, y, 14, True))
+        body += [_tline("The households report their time use in a diary kept for a week.",
                        page, y - 20 - 12 * k) for k in range(6)]
     lines = toc + body
     got = [(h.number, h.title, lines[h.index].page) for h in detect_headings(lines)]
@@ -474,14 +474,14 @@ def test_a_table_of_contents_is_not_the_papers_headings():
 def test_roman_prefixed_section_numbers_are_numbers():
     """REVTeX numbers subsections under Roman sections "I.1. Title": the number is the
     heading's number, not part of its title."""
-    lines = [_line("I. INTRODUCTION", 1, 700, 10)]
-    lines += [_line("Entanglement is distributed over long links by repeaters in a chain.", 1,
+    lines = [_tline("I. INTRODUCTION", 1, 700, 10)]
+    lines += [_tline("Entanglement is distributed over long links by repeaters in a chain.", 1,
                     680 - 12 * k) for k in range(5)]
-    lines.append(_line("I.1. Architectures for Long-Distance Networks", 1, 600, 10, True))
-    lines += [_line("Entanglement is distributed over long links by repeaters in a chain.", 1,
+    lines.append(_tline("I.1. Architectures for Long-Distance Networks", 1, 600, 10, True))
+    lines += [_tline("Entanglement is distributed over long links by repeaters in a chain.", 1,
                     585 - 12 * k) for k in range(5)]
-    lines.append(_line("I.2. Polarization Entanglement", 1, 500, 10, True))
-    lines += [_line("Entanglement is distributed over long links by repeaters in a chain.", 1,
+    lines.append(_tline("I.2. Polarization Entanglement", 1, 500, 10, True))
+    lines += [_tline("Entanglement is distributed over long links by repeaters in a chain.", 1,
                     485 - 12 * k) for k in range(5)]
     got = [(h.number, h.title) for h in detect_headings(lines)]
     assert ("I.1", "Architectures for Long-Distance Networks") in got

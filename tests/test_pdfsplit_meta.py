@@ -23,6 +23,11 @@ def test_organisations_and_marks_are_not_names():
         assert _person_like(person), person
     assert clean_name("Alec Radford*") == "Alec Radford"
     assert clean_name("Meera Nanjundan ⇑") == "Meera Nanjundan"
+    assert clean_name("Salvador M. Guinjoan M.D. Ph.D.") == "Salvador M. Guinjoan"
+    assert clean_name("Dr. Saeed Murtaza") == "Saeed Murtaza"
+    assert clean_name("Ambroise Lafont[0000-0002-9299-641X]") == "Ambroise Lafont"
+    assert not _person_like("Attribution-NonCommercial-NoDerivatives License")
+    assert not _person_like("MASTER OF SCIENCE")
 
 
 def test_authors_are_the_name_lines_not_the_affiliations(tmp_path):
@@ -90,3 +95,24 @@ def test_year_from_the_pages_dates_never_the_files():
     meta = extract_meta({}, stamp, [])
     assert meta["year"] == 2022 and meta["venue"] == "bioRxiv"
     assert _entry(meta).startswith("@misc")
+
+
+def test_accent_glyphs_are_placed_on_their_letters_in_real_papers(shared):
+    """Old TeX fonts print an accent as its own glyph; PDFium reports it out of order
+    ("Montr ´ eal ´").  Placed by position, names and words read as printed."""
+    sok = split_pdf(shared / "data" / "papers-more" / "ieee_sp_sok_memory_2013.pdf")
+    assert sok.authors[0] == "László Szekeres"
+    gan = split_pdf(shared / "data" / "papers" / "gan_1406.2661v1.pdf")
+    front = gan.sections[0].text
+    assert "Université de Montréal" in front and "´" not in front and " \u0301" not in front
+
+
+def test_an_appendix_letter_never_opens_page_one(tmp_path):
+    """A title that starts with the article "A" in bold large type is the paper's title, not
+    appendix A (which then made every Roman-numbered section unreachable)."""
+    paper = pdfgen.sample_paper()
+    paper.title = "A Model for Harbour Tides"
+    f = pdfgen.make_paper_pdf(tmp_path / "a.pdf", paper, pdfgen.Layout(columns=2, ieee=True))
+    res = split_pdf(f)
+    assert not any(s.number == "A" and s.title.startswith("Model") for s in res.sections)
+    assert [s.title for s in res.sections if s.number == "I"] == ["INTRODUCTION"]

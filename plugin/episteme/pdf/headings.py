@@ -302,6 +302,9 @@ def detect_headings(lines: list[Line]) -> list[Heading]:
                     and fits_after(prev_num, cand, letters_ok=True)
                     and (not isinstance(cand[0], str) or len(cand) > 1 or seen_refs or
                          ln.bold or ln.size >= stats.body_size + 0.8 or title.isupper())
+                    # an appendix letter never opens page 1: "A New Model for ..." there is
+                    # the paper's title starting with the article
+                    and not (isinstance(cand[0], str) and ln.page == 1 and prev_num is None)
                 )
                 if ok:
                     span, title = _join_wrapped(lines, i, title, ln, stats, is_run_in)

@@ -80,6 +80,7 @@ def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict
             break
     venue = ""
     venue_year = None
+    subject_venue = False
     for k, text in enumerate(first_pages[:200]):
         t = text.strip()
         if OTHER_VERSION.search(t) or (k and OTHER_VERSION.search(first_pages[k - 1])):
@@ -105,14 +106,16 @@ def extract_meta(info: dict, first_pages: list[str], rotated: list[str]) -> dict
     subject = (info.get("/Subject") or "").strip()
     if not venue and subject and (VENUE.search(subject) or re.search(r"\d", subject)) and (
             _printed(subject, first_pages)):
-        # its words only: a template's year is the template's ("... Learning 2010" in 2011)
-        venue = re.sub(r"\s+", " ", YEAR.sub("", subject)).strip(" ,")
+        venue = subject
+        subject_venue = True
     if venue:
         out["venue"] = venue[:200]
     # the venue's year, else the first arXiv version's, a copyright line's, and last the year
     # printed most often on the first pages; never the file's creation date (a re-saved or
     # re-printed file dates itself, not the paper)
-    year = venue_year or (int(YEAR.search(venue).group(1)) if YEAR.search(venue) else None)
+    # (never a /Subject's year: a template's is the template's, "... Learning 2010" in 2011)
+    year = venue_year or (int(YEAR.search(venue).group(1))
+                          if YEAR.search(venue) and not subject_venue else None)
     if not year and out.get("arxiv_id") and re.match(r"\d{4}\.", out["arxiv_id"]):
         year = 2000 + int(out["arxiv_id"][:2])
     if not year:

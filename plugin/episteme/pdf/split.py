@@ -335,7 +335,8 @@ _NOT_PERSON = re.compile(
     r"proceedings|transactions|review|press|society|association|conference|series|volume|"
     r"technologies|systems|labs?|group|team|foundation|preprint|manuscript|draft|report|board|"
     r"bank|reserve|council|agency|ministry|office|bureau|committee|fund|thesis|note|author|"
-    r"administrator|user|owner)\b\.?",
+    r"administrator|user|owner|studies|degree|master|science|rights|reserved|fulfil+ment|"
+    r"requirements|university|department|copyright|of|the|for|licen[cs]e|attribution)\b\.?",
     re.I)
 #: footnote and correspondence marks printed after a name ("Alec Radford*", "Meera Nanjundan ⇑",
 #: "Kayla Thomason1☯")
@@ -378,6 +379,13 @@ def _guess_authors(reader, front: list[Line], title: str) -> list[str]:
         last = [n.split()[-1].lower() for n in meta_names]
         if [n.split()[-1].lower() for n in names[: len(last)]] == last:
             return names if len(names) <= 3 * len(last) + 8 else names[: len(last)]
+        printed_last = {n.split()[-1].lower() for n in names}
+        firsts = [n.split()[0].lower() for n in meta_names]
+        if len(names) <= 3 * len(last) + 8 and (all(n in printed_last for n in last)
+                                                 or all(n in printed_last for n in firsts)):
+            # the metadata names some of the printed authors (a corresponding one), or
+            # writes them family name first ("Shahu Sneha" for "Sneha Shahu")
+            return names
         return meta_names
     return names
 
@@ -395,8 +403,12 @@ def _person_like(name: str) -> bool:
 
 def clean_name(name: str) -> str:
     """A name without the footnote or correspondence marks printed after it, an ORCID in
-    brackets or an e-mail note glued to it ("François de SoyresEmail: ...")."""
+    brackets, an e-mail note glued to it ("François de SoyresEmail: ...") or degrees and
+    titles ("Masaya Misaki Ph.D.", "Dr. Saeed Murtaza")."""
     name = re.sub(r"\[\d{4}-\d{4}-\d{4}-\d{3}[\dX]\]", "", name)
+    name = re.sub(r"^(?:(?:dr|prof|professor|mr|mrs|ms)\.?\s+)+", "", name.strip(), flags=re.I)
+    name = re.sub(r"(?:[\s,]+(?:ph\.?\s?d|m\.?\s?d|m\.?\s?sc|b\.?\s?sc|m\.?\s?phil|mbbs|"
+                  r"m\.?p\.?h|d\.?\s?phil|frs)\.?)+$", "", name, flags=re.I)
     name = re.sub(r"(?:e-?mail|email)\b.*$", "", name, flags=re.I)
     return re.sub(rf"[{_NAME_MARKS}\d,]+$", "", re.sub(r"\s+", " ", name).strip()).strip()
 
@@ -421,7 +433,16 @@ def _printed_authors(front: list[Line], title: str) -> list[str]:
     names: list[str] = []
     style: float | None = None
     carry = ""
-    for ln in front[:40]:
+    # the names come after the title: a journal's header above it ("Molecular Biology") is not
+    # an author, and would set the wrong type size for the names
+    key = norm_title(title)
+    hits = [bool(key and norm_title(ln.text) and norm_title(ln.text) in key) for ln in front[:40]]
+    start = 0
+    if any(hits):  # after the title's own lines (its first block of lines, not a later label)
+        start = hits.index(True)
+        while start < len(hits) and hits[start]:
+            start += 1
+    for ln in front[start:40]:
         t = ln.text.strip()
         if norm_title(t) and norm_title(t) in norm_title(title):
             continue
@@ -440,7 +461,7 @@ def _printed_authors(front: list[Line], title: str) -> list[str]:
             carry = parts.pop().strip()
         for part in parts:
             part = re.sub(r"\s+", " ", part).strip()
-            for name in _pair_names(part):
+            for name in _pair_names(clean_name(part)):
                 first = name.split()[0] if name else ""
                 if first.isupper() and len(first) <= 3:  # "QC H3C 3J7", "CA 94043": addresses
                     continue
@@ -604,6 +625,8 @@ def split_pdf(
     sections = _build_sections(lines, heads, skip)
     _assign_sections(objects, heads, sections)
     front = lines[: heads[0].index] if heads else lines[:30]
+    if len(front) < 3:  # a heading read at the top of page 1 ("RESEARCH ARTICLE |", a box)
+        front = [ln for ln in lines if ln.page == 1][:40]
     from .meta import extract_meta
 
     return SplitResult(

@@ -752,8 +752,13 @@ def pdfium_page_lines(textpage, page_no: int, rotated: list[str] | None = None) 
         buf.clear()
         run = None
 
+    accents: list[tuple[float, str]] = []  # (x centre, mark) of the line's accent glyphs
+
     def flush() -> None:
         end_run()
+        if accents:
+            _place_accents(cur, accents)
+            accents.clear()
         if cur:
             for group in _split_returns(cur):
                 line = _make_line(group, page_no)
@@ -842,6 +847,12 @@ def pdfium_page_lines(textpage, page_no: int, rotated: list[str] | None = None) 
                     rot_obj = last_obj
                 rotated[-1] += ch
             continue
+        if ch in _SPACING_ACCENTS and right.value > left.value:
+            # an accent printed as its own glyph over a letter (old TeX fonts): placed on
+            # that letter by position when the line is complete (PDFium reports it out of
+            # order: "Montr ´ eal ´")
+            accents.append(((left.value + right.value) / 2, _SPACING_ACCENTS[ch]))
+            continue
         if ch in JOIN_HYPHENS:
             ch = "-"
         ch = _strip_controls(ch)
@@ -910,6 +921,41 @@ def mark_underlined(lines: list[Line], rules: list[tuple[float, float, float]]) 
             if cover >= 0.8 * width and (x1 - x0) <= 1.3 * width:
                 ln.underlined = True
                 break
+
+
+_VOWEL_MARKS = frozenset("\u0301\u0300\u0302\u0308\u0303\u030a\u0304\u0306\u030b")
+
+
+def _place_accents(runs: list[Run], accents: list[tuple[float, str]]) -> None:
+    """Put each accent (x centre, combining mark) on the letter printed under it: the run whose
+    box holds the centre, the letter at the matching share of the run's width (one letter
+    either side allowed, a letter the mark composes with preferred).  A space PDFium generated
+    where the accent glyph interrupted a word ("Montr" "eal") is taken out.  An accent over
+    no letter is dropped."""
+    for cx, mark in accents:
+        k = next((k for k, r in enumerate(runs) if r.box and r.box[0] - 0.5 <= cx <= r.box[2] + 0.5
+                  and r.text.strip()), None)
+        if k is None:
+            continue
+        r = runs[k]
+        text = r.text.rstrip()
+        width = r.box[2] - r.box[0]
+        guess = int((cx - r.box[0]) / width * len(text)) if width > 0 else 0
+        order = sorted(range(max(0, guess - 1), min(len(text), guess + 2)),
+                       key=lambda i: abs(i - guess))
+        letters = [i for i in order if text[i].isalpha() or text[i] in "\u0131\u0237"]
+        composed = [i for i in letters
+                    if len(_compose_accent(mark, text[i])) == 1]
+        if mark in _VOWEL_MARKS:  # acute, grave, circumflex, diaeresis, tilde, ring: vowels
+            composed = ([i for i in composed if text[i].lower() in "aeiouy\u0131"]
+                        or composed)
+        at = (composed or letters or [None])[0]
+        if at is None:
+            continue
+        r.text = r.text[:at] + _compose_accent(mark, text[at]) + r.text[at + 1:]
+        if k > 0 and runs[k - 1].text.endswith(" ") and runs[k - 1].box and r.box and (
+                r.box[0] - runs[k - 1].box[2] < 0.2 * max(r.size, 1.0)):
+            runs[k - 1].text = runs[k - 1].text.rstrip(" ")
 
 
 #: what PDFium reports for a hyphen that broke a word at a line end
