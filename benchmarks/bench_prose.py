@@ -230,7 +230,9 @@ def clean_measures(labels: list[dict], findings: list[dict], splits: dict[str, s
 
 
 def edit_measures(edits: list[dict], findings_by_page: dict[str, list[dict]], splits: dict[str, str],
-                  labels: list[dict]) -> dict:
+                  labels: list[dict], clean_findings: list[dict]) -> dict:
+    """Seeded edits flagged; ``already`` counts those whose untouched sentence was flagged the same
+    way on the clean wiki (the edit's flag then says nothing about the edit)."""
     paper_of_section = {lab["section"]: lab["paper"].split(";")[0] for lab in labels}
     per: dict[str, Counter] = defaultdict(Counter)
     kinds: dict[str, Counter] = defaultdict(Counter)
@@ -240,13 +242,17 @@ def edit_measures(edits: list[dict], findings_by_page: dict[str, list[dict]], sp
         f = finding_for(findings_by_page.get(e["page"], []), e["page"], e["edited"])
         flagged = f is not None
         err = flagged and f["rule"] == ERROR_RULE
+        before = finding_for(clean_findings, e["page"], e["original"])
+        already = flagged and before is not None and (before["rule"] == ERROR_RULE) == err
+        per[split]["already"] += already
+        kinds[e["kind"]]["already"] += already
         per[split]["n"] += 1
         per[split]["flagged"] += flagged
         per[split]["error"] += err
         kinds[e["kind"]]["n"] += 1
         kinds[e["kind"]]["flagged"] += flagged
         kinds[e["kind"]]["error"] += err
-        rows.append({**e, "finding": f["rule"] if f else None,
+        rows.append({**e, "finding": f["rule"] if f else None, "clean_finding": before["rule"] if before else None,
                      "reason": ((f or {}).get("reason") or {}).get("code", "")})
     return {"per_split": per, "kinds": kinds, "rows": rows}
 
@@ -319,15 +325,17 @@ def report(args, clean: dict, edits_all: dict, timings: dict, trace: dict | None
             f"| {s} | {c['true']} | {per100(c['error_on_true'], c['true'])} ({c['error_on_true']}) | "
             f"{per100(c['warning_on_true'], c['true'])} ({c['warning_on_true']}) | {c['false']} | "
             f"{c['error_on_false'] + c['warning_on_false']} | {pct(right, errs)} ({right}/{errs}) | {e['n']} | "
-            f"{pct(e['flagged'], e['n'])} ({e['flagged']}) | {pct(e['error'], e['n'])} ({e['error']}) | "
+            f"{pct(e['flagged'], e['n'])} ({e['flagged']}; {e['flagged'] - e['already']} new) | "
+            f"{pct(e['error'], e['n'])} ({e['error']}) | "
             f"{pct(right + e['error'], errs + e['error'])} ({right + e['error']}/{errs + e['error']}) |")
     lines.append("")
-    lines.append("Seeded edits by kind (flagged / as errors):")
+    lines.append("Seeded edits by kind (flagged / as errors; 'same flag before' = the untouched sentence "
+                 "already had that flag on the clean wiki):")
     lines.append("")
-    lines.append("| kind | n | flagged | as errors |")
-    lines.append("|---|---|---|---|")
+    lines.append("| kind | n | flagged | as errors | same flag before |")
+    lines.append("|---|---|---|---|---|")
     for k, c in sorted(edits_all["kinds"].items()):
-        lines.append(f"| {k} | {c['n']} | {c['flagged']} | {c['error']} |")
+        lines.append(f"| {k} | {c['n']} | {c['flagged']} | {c['error']} | {c['already']} |")
     reasons = Counter(m["reason"] or m["rule"] for m in clean["marks"] if m["label"] == "true" and m["rule"] == ERROR_RULE)
     if reasons:
         lines.append("")
@@ -346,7 +354,8 @@ def report(args, clean: dict, edits_all: dict, timings: dict, trace: dict | None
     lines.append(f"Timings: store the six papers {timings.get('ingest', 'cached')}; lint --claims clean "
                  f"{timings['lint_clean']:.1f} s, with edits {timings['lint_edits']:.1f} s"
                  + (f"; traces {timings['trace']:.1f} s" if 'trace' in timings else "") + f". Pages: {n_pages}.")
-    lines.append(f"Findings on the clean wiki not matched to a labelled sentence: {len(clean['unmatched'])}.")
+    lines.append(f"Findings on the clean wiki not matched to a labelled sentence: {len(clean['unmatched'])}. "
+                 "'new' = edits whose untouched sentence did not already carry the same flag.")
     return "\n".join(lines)
 
 
@@ -403,7 +412,7 @@ def main() -> int:
                 t_edits += dt
                 by_page[page] = [f for f in fs if f["file"] == page]
         timings["lint_edits"] = t_edits
-        edited = edit_measures(edits, by_page, splits, labels)
+        edited = edit_measures(edits, by_page, splits, labels, findings)
 
         trace = None
         if args.trace:
