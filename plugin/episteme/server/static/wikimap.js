@@ -4,8 +4,9 @@
  * every link pulls, a weak pull to the centre keeps unlinked pages near) run a fixed number of
  * rounds from a deterministic start (a sunflower spiral, best-linked pages in the middle), so the
  * same wiki always draws the same way.  The rounds shrink as the wiki grows so that the pairwise
- * work stays about the same (MAP_TUNING: 300 pages lay out in well under 100 ms in Chromium,
- * measured by tests/test_ui_map.py).  Filters dim pages; they never move them.
+ * work stays under a budget (MAP_TUNING, set with benchmarks/bench_ui_map.py: 300 pages lay out
+ * in ~160 ms and are on screen in ~210 ms on the shared 2-core machine at load 18; see
+ * benchmarks/RESULTS-ui-map.md).  Filters dim pages; they never move them.
  *
  * Drawing: all topic links are one SVG path and all citations another (thousands of <line>s
  * are what makes large SVGs slow), one circle per page, and labels only for the hubs (the
@@ -16,8 +17,10 @@
 (function (global) {
   "use strict";
   const NS = "http://www.w3.org/2000/svg";
-  //: pair-work budget of the layout (rounds x pages^2) and its bounds, see the header
-  const MAP_TUNING = { pairBudget: 2.4e7, minRounds: 40, maxRounds: 300, gravity: 2.5, hubLabels: 24, labelChars: 28 };
+  // the layout's pair-work budget (rounds x pages^2) and bounds, the pull to the centre, the
+  // sideways stretch for a wide stage, and the labels: see the header
+  const MAP_TUNING = { pairBudget: 2.4e7, minRounds: 40, maxRounds: 300, gravity: 2.5, maxStretch: 1.7,
+    hubLabels: 24, labelChars: 28, labelPx: 12.5 };
 
   function el(name, attrs, parent) {
     const e = document.createElementNS(NS, name);
@@ -94,6 +97,10 @@
     const pos = layout(n, topic.concat(cites), size);
     const t1 = performance.now();
     const xs = pos.xs, ys = pos.ys;
+    // the layout is round and the stage wide: stretch it sideways to use the room
+    const stageW = container.clientWidth || 900, stageH = container.clientHeight || 600;
+    const stretch = Math.max(1, Math.min(MAP_TUNING.maxStretch, stageW / stageH));
+    for (let i = 0; i < n; i++) xs[i] *= stretch;
     let x0 = Infinity, y0 = Infinity, x1 = -Infinity, y1 = -Infinity;
     for (let i = 0; i < n; i++) {
       x0 = Math.min(x0, xs[i]); x1 = Math.max(x1, xs[i]); y0 = Math.min(y0, ys[i]); y1 = Math.max(y1, ys[i]);
@@ -110,8 +117,10 @@
     cites.forEach(([a, b]) => { cdeg[a]++; cdeg[b]++; });
     const pathOf = (pairs) => pairs.map(([a, b]) => "M" + xs[a].toFixed(1) + " " + ys[a].toFixed(1) +
       "L" + xs[b].toFixed(1) + " " + ys[b].toFixed(1)).join("");
+    // the more links, the fainter each: a dense wiki stays a shape, not a black blot
     const topicPath = el("path", { class: "m-links", d: pathOf(topic), "data-testid": "map-links",
-      "data-count": String(topic.length) }, view);
+      "data-count": String(topic.length),
+      "stroke-opacity": Math.max(0.12, Math.min(0.45, 8 / Math.sqrt(topic.length + 1))).toFixed(2) }, view);
     const citePath = el("path", { class: "m-cites", d: pathOf(cites), "data-testid": "map-cites",
       "data-count": String(cites.length) }, view);
     const hi = el("path", { class: "m-hi", d: "" }, view);
@@ -126,7 +135,9 @@
     }
     // labels: papers and the best-linked pages first, each skipped if it would overlap one placed
     const gLabels = el("g", { class: "m-labels" }, view);
-    const fontPx = Math.max(11, vb[2] / 90);
+    // labels of about 12 screen pixels at the first zoom, whatever the wiki's extent
+    const unitsPerPx = Math.max(vb[2] / stageW, vb[3] / stageH);
+    const fontPx = MAP_TUNING.labelPx * unitsPerPx;
     gLabels.setAttribute("font-size", fontPx.toFixed(1));
     const ranked = Array.from({ length: n }, (_, i) => i).sort((a, b) =>
       (nodes[b].paper ? 1 : 0) - (nodes[a].paper ? 1 : 0) || (deg[b] + 2 * cdeg[b]) - (deg[a] + 2 * cdeg[a]) || a - b);
