@@ -175,6 +175,21 @@ def test_map_draws_citations_apart_and_filters_by_paper(cited_site, page):
     assert f"M{at(by_paper[SURVEY])}L{at(by_paper[ATT])}" in cites_d
     assert f"M{at(by_paper[SURVEY])}L{at(by_paper[GAN])}" in cites_d
     assert page.query_selector(f".m-node.m-paper[data-i='{by_paper[ATT]}']")
+    # each citation has its arrowhead at the cited paper's end
+    arrows = page.get_attribute("[data-testid=map-svg] .m-arrows", "d")
+    assert arrows.count("M") == 2 and arrows.count("Z") == 2
+    tips = [tuple(map(float, part.split("L")[0].split())) for part in arrows.split("M")[1:]]
+
+    def xy(i):
+        c = page.query_selector(f".m-node[data-i='{i}']")
+        return float(c.get_attribute("cx")), float(c.get_attribute("cy"))
+
+    def dist(p, q):
+        return ((p[0] - q[0]) ** 2 + (p[1] - q[1]) ** 2) ** 0.5
+
+    for tip in tips:
+        near = min((by_paper[ATT], by_paper[GAN], by_paper[SURVEY]), key=lambda i: dist(tip, xy(i)))
+        assert near in (by_paper[ATT], by_paper[GAN])
     page.screenshot(path=str(SHOTS / "map-cited.png"))
     # hiding the topic links leaves the citations
     page.uncheck("#map-show-links")
@@ -277,3 +292,19 @@ def test_library_lists_papers_then_reingests_and_removes(cited_template, tmp_pat
         assert status == 404 and "no ingested paper" in body["error"]
         status, body, _ = request("GET", site.url + "/citations?paper=nope.pdf")
         assert status == 404
+
+
+def test_an_empty_wiki_has_an_empty_map_and_library(tmp_path, page):
+    wiki = tmp_path / "wiki"
+    wiki.mkdir()
+    with LiveServer(wiki_settings(wiki), warm=False) as srv:
+        assert get(srv.url + "/library") == {"papers": [], "count": 0}
+        assert get(srv.url + "/citations")["links"] == []
+        assert get(srv.url + "/map")["count"] == 0
+        page.goto(srv.url + "/#/map")
+        page.wait_for_selector("#map-stage[data-ready]")
+        assert page.inner_text("#map-info") == "0 pages · 0 topic links · 0 citations"
+        page.click(".tabs a[data-tab=library]")
+        page.wait_for_selector("#library-root .empty")
+        assert "No papers yet" in page.inner_text("#library-root")
+        page.goto("about:blank")  # no request of the page outlives the server

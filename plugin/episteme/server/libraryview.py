@@ -18,6 +18,7 @@ the writers put it), or else the one ``type: paper`` page whose only source is t
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from ..errors import NotFoundError
@@ -61,23 +62,42 @@ def _scan(wiki: Path):
     return scan_wiki(wiki) if wiki.is_dir() else []
 
 
-def _store_papers_and_graph(settings):
-    """``(papers, CitationGraph)`` of the store, or ``([], None)`` when nothing is ingested."""
-    from ..query.citations import citation_graph
-    from ..stores.sqlite import open_store
+class CitationCache:
+    """The last citation graph of one store, kept while its papers are the same ones.
 
-    if not Path(settings.sqlite_path).is_file():
-        return [], None
-    with open_store(settings, readonly=True) as st:
-        papers = st.papers()
-        return papers, citation_graph(st)
+    Resolving every reference entry against every paper is quadratic in the papers; the UI asks
+    for it on every library view, map and first answer, while it changes only when a paper is
+    ingested, re-ingested or removed.  The key is each paper's id, content hash and ingest time,
+    read from the store on every call (one small query), so a change made by another process
+    (the CLI beside the server) is seen at once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._key: tuple | None = None
+        self._graph = None
+
+    def papers_and_graph(self, settings):
+        """``(papers, CitationGraph)`` of the store, or ``([], None)`` when nothing is ingested."""
+        from ..query.citations import citation_graph
+        from ..stores.sqlite import open_store
+
+        if not Path(settings.sqlite_path).is_file():
+            return [], None
+        with open_store(settings, readonly=True) as st:
+            papers = st.papers()
+            key = (str(settings.sqlite_path),
+                   tuple((p["id"], p.get("sha256"), p.get("ingested_at")) for p in papers))
+            with self._lock:
+                if key != self._key:
+                    self._graph, self._key = citation_graph(st), key
+                return papers, self._graph
 
 
-def citations(settings, paper: str | None = None, limit: int = 10) -> dict:
+def citations(settings, cache: CitationCache, paper: str | None = None, limit: int = 10) -> dict:
     """``episteme citations``' JSON (``papers`` with ``cites``/``cited_by``, ``links``,
     ``most_cited``) and ``pages``: each paper's wiki page (absent when it has none); with
     ``paper``, only its links and its ``reading_list`` (references not in the wiki)."""
-    _, graph = _store_papers_and_graph(settings)
+    _, graph = cache.papers_and_graph(settings)
     if graph is None:
         if paper:
             raise NotFoundError(f"no ingested paper {paper!r}")
@@ -107,11 +127,11 @@ def _section_counts(wiki: Path) -> dict[str, int]:
     return counts
 
 
-def library(settings) -> dict:
+def library(settings, cache: CitationCache) -> dict:
     """Every ingested paper: ``{paper, title, authors, year, venue, arxiv_id, doi, pages,
     ingested_at, wiki_sections, wiki_page, cites, cited_by}`` (the last two are counts; the
     ids are in ``GET /citations``)."""
-    papers, graph = _store_papers_and_graph(settings)
+    papers, graph = cache.papers_and_graph(settings)
     sections = _section_counts(settings.wiki)
     pages = paper_page_of(_scan(settings.wiki)) if papers else {}
     out = []

@@ -13,7 +13,7 @@ from fastapi.responses import JSONResponse
 
 from ..errors import NotFoundError
 from .jobs import Job
-from .libraryview import citations, library, wiki_map
+from .libraryview import CitationCache, citations, library, wiki_map
 from .services import Services
 
 
@@ -21,6 +21,7 @@ def router(services: Services) -> APIRouter:
     """The library, citation and map routes over ``services``."""
     r = APIRouter()
     settings = services.settings
+    cache = CitationCache()
 
     @r.get("/library", summary="Every ingested paper with its metadata, wiki sections and citation counts")
     def library_route() -> dict:
@@ -28,7 +29,7 @@ def router(services: Services) -> APIRouter:
         ingested_at, wiki_sections, wiki_page, cites, cited_by}], "count"}``:
         ``wiki_sections`` counts the sections of ``index.json`` that list the paper as a source;
         ``cites``/``cited_by`` count the other ingested papers it cites / that cite it."""
-        return library(settings)
+        return library(settings, cache)
 
     @r.get("/citations", summary="Which ingested papers cite each other (`episteme citations`)")
     def citations_route(
@@ -38,7 +39,7 @@ def router(services: Services) -> APIRouter:
         """``{"papers": [{paper, title, year, references, cites, cited_by}], "links":
         [{citing, cited, how, entry}], "most_cited", "pages": {paper: wiki page}}``; with
         ``paper``: its ``reading_list`` too (404 when it is not ingested)."""
-        return citations(settings, paper, limit)
+        return citations(settings, cache, paper, limit)
 
     @r.get("/map", summary="The whole wiki's link graph, for the map view")
     def map_route() -> dict:
@@ -58,7 +59,7 @@ def router(services: Services) -> APIRouter:
         return {**(job.result or {}), "job": job.id}
 
     def known(paper: str) -> str:
-        names = {p["paper"] for p in library(settings)["papers"]}
+        names = {p["id"] for p in cache.papers_and_graph(settings)[0]}
         if paper not in names:
             raise NotFoundError(f"no ingested paper {paper!r}")
         return paper

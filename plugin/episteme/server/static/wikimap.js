@@ -115,6 +115,9 @@
     const deg = new Int32Array(n), cdeg = new Int32Array(n);
     topic.forEach(([a, b]) => { deg[a]++; deg[b]++; });
     cites.forEach(([a, b]) => { cdeg[a]++; cdeg[b]++; });
+    const rad = new Float64Array(n);
+    for (let i = 0; i < n; i++) rad[i] = 3 + Math.min(9, Math.sqrt(deg[i] + 2 * cdeg[i]) * 1.2);
+    const unitsPerPx = Math.max(vb[2] / stageW, vb[3] / stageH);
     const pathOf = (pairs) => pairs.map(([a, b]) => "M" + xs[a].toFixed(1) + " " + ys[a].toFixed(1) +
       "L" + xs[b].toFixed(1) + " " + ys[b].toFixed(1)).join("");
     // the more links, the fainter each: a dense wiki stays a shape, not a black blot
@@ -123,12 +126,24 @@
       "stroke-opacity": Math.max(0.12, Math.min(0.45, 8 / Math.sqrt(topic.length + 1))).toFixed(2) }, view);
     const citePath = el("path", { class: "m-cites", d: pathOf(cites), "data-testid": "map-cites",
       "data-count": String(cites.length) }, view);
+    // an arrowhead at the cited paper's end of each citation (which paper cites which)
+    const arrows = cites.map(([a, b]) => {
+      const ex = xs[b] - xs[a], ey = ys[b] - ys[a];
+      const len = Math.sqrt(ex * ex + ey * ey) || 1;
+      const ux = ex / len, uy = ey / len;
+      const tipX = xs[b] - ux * (rad[b] + 2), tipY = ys[b] - uy * (rad[b] + 2);
+      const back = 11 * unitsPerPx, half = 4.5 * unitsPerPx;
+      const bx = tipX - ux * back, by = tipY - uy * back;
+      return "M" + tipX.toFixed(1) + " " + tipY.toFixed(1) + "L" + (bx - uy * half).toFixed(1) + " " +
+        (by + ux * half).toFixed(1) + "L" + (bx + uy * half).toFixed(1) + " " + (by - ux * half).toFixed(1) + "Z";
+    }).join("");
+    const arrowPath = el("path", { class: "m-arrows", d: arrows }, view);
     const hi = el("path", { class: "m-hi", d: "" }, view);
     const gNodes = el("g", { class: "m-nodes" }, view);
     const circles = new Array(n);
     for (let i = 0; i < n; i++) {
       const nd = nodes[i];
-      const r = 3 + Math.min(9, Math.sqrt(deg[i] + 2 * cdeg[i]) * 1.2);
+      const r = rad[i];
       const kind = nd.paper ? "m-paper" : nd.type === "paper" ? "m-paperpart" : "m-topic";
       circles[i] = el("circle", { cx: xs[i].toFixed(1), cy: ys[i].toFixed(1), r: r.toFixed(1),
         class: "m-node " + kind, "data-i": String(i), "data-page": nd.id }, gNodes);
@@ -136,7 +151,6 @@
     // labels: papers and the best-linked pages first, each skipped if it would overlap one placed
     const gLabels = el("g", { class: "m-labels" }, view);
     // labels of about 12 screen pixels at the first zoom, whatever the wiki's extent
-    const unitsPerPx = Math.max(vb[2] / stageW, vb[3] / stageH);
     const fontPx = MAP_TUNING.labelPx * unitsPerPx;
     gLabels.setAttribute("font-size", fontPx.toFixed(1));
     const ranked = Array.from({ length: n }, (_, i) => i).sort((a, b) =>
@@ -242,7 +256,9 @@
         svg.classList.toggle("m-filtered", !!keep);
         return kept;
       },
-      show(kind, on) { (kind === "cites" ? citePath : topicPath).style.display = on ? "" : "none"; },
+      show(kind, on) {
+        (kind === "cites" ? [citePath, arrowPath] : [topicPath]).forEach((e) => { e.style.display = on ? "" : "none"; });
+      },
     };
     return handle;
   }
