@@ -8,7 +8,7 @@
   const $ = (sel, root) => (root || document).querySelector(sel);
   const esc = (s) => global.Markdown.escape(s == null ? "" : String(s));
   const enc = encodeURIComponent;
-  const st = { api: null, onChange: () => {}, citations: null, map: null, mapTicket: 0 };
+  const st = { api: null, onChange: () => {}, citations: null, mapTicket: 0 };
 
   function init(opts) {
     st.api = opts.api;
@@ -27,7 +27,7 @@
     }
     return st.citations;
   }
-  function reset() { st.citations = null; st.map = null; }
+  function reset() { st.citations = null; }
 
   function pageLink(page, text, testid) {
     return '<a class="wikilink" href="#/wiki/' + esc(enc(page)) + '"' + (testid ? ' data-testid="' + testid + '"' : "") +
@@ -176,13 +176,13 @@
     stage.removeAttribute("data-ready");
     let data, c;
     try {
-      [data, c] = await Promise.all([st.map || st.api("/map"), citations()]);
+      // the pages are read again each time (they change outside the UI); the citations once
+      [data, c] = await Promise.all([st.api("/map"), citations()]);
     } catch (e) {
       stage.innerHTML = '<div class="error">' + esc(e.message) + "</div>";
       return;
     }
     if (ticket !== st.mapTicket) return;
-    st.map = data;
     const nodes = data.nodes || [];
     const idx = {};
     nodes.forEach((nd, i) => { idx[nd.id] = i; });
