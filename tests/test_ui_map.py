@@ -277,6 +277,8 @@ def test_library_lists_papers_then_reingests_and_removes(cited_template, tmp_pat
                                timeout=300_000)
         assert "Re-ingested survey.pdf:" in page.inner_text("#lib-msg")
         assert cell(SURVEY, "cites") == "2"
+        papers = [r.get_attribute("data-paper") for r in page.query_selector_all("[data-testid=library] tbody tr")]
+        assert sorted(papers) == sorted([ATT, GAN, SURVEY])  # the same paper again, not a copy
 
         # remove it: one click arms, the second removes
         page.click(f"tr[data-paper='{SURVEY}'] button[data-act=remove]")
