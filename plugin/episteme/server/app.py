@@ -20,6 +20,7 @@ Why it looks like this:
 The parts, one module each: :mod:`.safety` (bind check, browser guard, token, body limit),
 :mod:`.httperrors` (the one error mapping), :mod:`.jobs` (the writer queue), :mod:`.services`
 (what is kept warm), :mod:`.uploads`, :mod:`.wikiview` (pages as the routes read them),
+:mod:`.libraryview` (the library, citations and whole-wiki map),
 :mod:`.schemas` (request bodies) and the routes by area (``routes_*``).  This module only
 assembles them; the work behind each route lives in the library packages.
 """
@@ -56,7 +57,14 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
             f"the server needs fastapi and uvicorn ({e.name} missing); "
             "run pip install 'episteme[server]'"
         ) from e
-    from . import routes_ingest, routes_papers, routes_query, routes_ui, routes_wiki
+    from . import (
+        routes_ingest,
+        routes_library,
+        routes_papers,
+        routes_query,
+        routes_ui,
+        routes_wiki,
+    )
     from .httperrors import install_error_handlers
     from .safety import BodyLimit, body_limit, make_guard
 
@@ -84,7 +92,8 @@ def create_app(settings, *, token: str | None = None, warm: bool = True,
     app.middleware("http")(make_guard(services))
     routes_ui.mount_static(app)
     # in this order: it is the order of /openapi.json, and /wiki/{page}/claims must come first
-    for area in (routes_ui, routes_ingest, routes_query, routes_papers, routes_wiki):
+    for area in (routes_ui, routes_ingest, routes_query, routes_papers, routes_library,
+                 routes_wiki):
         app.include_router(area.router(services))
     app.add_middleware(BodyLimit,
                        limit_for=lambda method, path: body_limit(services, method, path))

@@ -1,4 +1,5 @@
-/* episteme web UI: ask (answers with traced citations), browse the wiki, add papers.
+/* episteme web UI: ask (answers with traced citations), browse the wiki, its map and its
+ * library (library.js, wikimap.js), add papers.
  * Plain JS, no build step.  All server text goes through Markdown.render / escape or
  * textContent, never straight into innerHTML.
  */
@@ -60,7 +61,7 @@
   function route() {
     const hash = location.hash || "#/chat";
     const parts = hash.slice(2).split("/");
-    const tab = ["chat", "wiki", "ingest"].includes(parts[0]) ? parts[0] : "chat";
+    const tab = ["chat", "wiki", "map", "library", "ingest"].includes(parts[0]) ? parts[0] : "chat";
     document.querySelectorAll(".view").forEach((v) => { v.hidden = v.id !== "view-" + tab; });
     document.querySelectorAll(".tabs a").forEach((a) => {
       a.classList.toggle("active", a.dataset.tab === tab);
@@ -69,6 +70,10 @@
     if (tab === "wiki") {
       const page = parts.length > 1 ? decodeURIComponent(parts.slice(1).join("/")) : "";
       showWiki(page);
+    } else if (tab === "map") {
+      window.Library.showMap($("#view-map"));
+    } else if (tab === "library") {
+      window.Library.showLibrary($("#library-root"));
     } else if (tab === "chat") {
       $("#chat-input").focus();
     }
@@ -254,7 +259,8 @@
       verdict: c.verdict || "unsupported", reason: c.reason };
   }
 
-  function renderAnswer(q, r, turn) {
+  function renderAnswer(q, r, turn, citedBy) {
+    citedBy = citedBy || {};
     const contradicted = contradictedClaims(r);
     const contraSet = new Set(contradicted.map((c) => c.claim));
     const unsupported = (Array.isArray(r.unsupported_claims) ? r.unsupported_claims : [])
@@ -293,6 +299,8 @@
           '<span class="num">' + (i + 1) + "</span>" +
           '<span class="src-paper">' + esc(s.paper) + "</span>" +
           '<span class="src-section">' + esc(s.section || "") + "</span>" +
+          (citedBy[s.paper] > 0 ? '<span class="chip cited-by" data-testid="src-cited-by">cited by ' + esc(citedBy[s.paper]) +
+            " paper" + (citedBy[s.paper] === 1 ? "" : "s") + " in this wiki</span>" : "") +
           (s.page ? '<span class="chip">p. ' + esc(s.page) + "</span>" : "") +
           '<span class="chip sim" title="cosine similarity between the claim and the passage">' + sim + "</span>" +
           "</button>" +
@@ -344,10 +352,11 @@
     log.prepend(pending);
     $("#chat-send").disabled = true;
     try {
+      const counts = window.Library.citedByCounts(); // fetched once, beside the first answer
       const r = await api("/chat", { method: "POST", headers: { "Content-Type": "application/json" },
         body: JSON.stringify({ query: q }) });
       turns++;
-      pending.replaceWith(renderAnswer(q, r, turns));
+      pending.replaceWith(renderAnswer(q, r, turns, await counts));
       input.value = "";
     } catch (e) {
       pending.classList.remove("pending");
@@ -440,6 +449,7 @@
     // the old page's graph and backlinks must not stay on screen beside the new page
     $("#graph").textContent = "";
     $("#backlinks").textContent = "";
+    $("#citations").textContent = "";
     graphTicket++;
     const ticket = ++navTicket;
     let p;
@@ -484,6 +494,7 @@
     art.scrollTop = 0;
     if ((p.sections || []).length) loadClaims(p.page, ticket);
     drawGraph(p.page);
+    window.Library.paperCitations($("#citations"), p, () => ticket === navTicket);
     const bl = p.backlinks || [];
     $("#backlinks").innerHTML = "<h3>Linked from</h3>" + (bl.length ? "<ul>" + bl.map((b) =>
       '<li><a class="wikilink" href="#/wiki/' + esc(encodeURIComponent(b.page)) + '">' + esc(b.title) + "</a></li>").join("") + "</ul>" : '<p class="muted small">No page links here.</p>');
@@ -740,6 +751,7 @@
     $(".graph-panel").hidden = true;
     $("#graph").textContent = "";
     $("#backlinks").textContent = "";
+    $("#citations").textContent = "";
     if (!state.pages.length) {
       art.innerHTML = '<div class="empty"><h2>The wiki is empty</h2><p>Add a paper to start it.</p></div>';
       return;
@@ -840,6 +852,7 @@
       setProgress(1, "Done in " + (j.seconds || 0) + " s");
       renderIngest(j.result);
       state.pages = [];
+      window.Library.reset(); // a new paper may cite (or be cited by) the others
     } catch (e) {
       $("#ingest-error").textContent = e.message;
       $("#ingest-error").hidden = false;
@@ -876,6 +889,11 @@
 
   // ------------------------------------------------------------------ start
   if (window.Evidence) window.Evidence.init({ api: api, token: () => state.token });
+  window.Library.init({ api: api, onChange: () => { state.pages = []; refreshStatus(); } });
+  $("#library-root").addEventListener("click", (ev) => {
+    const btn = ev.target.closest("button[data-act]");
+    if (btn) window.Library.libraryAction($("#library-root"), btn);
+  });
   refreshStatus();
   setInterval(refreshStatus, 15000);
   route();
