@@ -333,7 +333,7 @@ def refresh_contents(wiki: str | os.PathLike) -> bool:
     from .scan import scan
 
     path = Path(wiki) / INDEX_MD
-    text = _read_or_none(path)
+    text = read_text_or_none(path)
     if text is None:
         return False
     idx = parse_index_md(text)
