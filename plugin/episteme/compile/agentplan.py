@@ -1,6 +1,8 @@
-"""The agent's plan (``episteme plan`` / ``plan_ingest.py``, skill ``wiki-ingest``): for every
-paper section worth writing, its text, a suggested page and the related wiki sections with the
-evidence that they are the same topic.  Reads the wiki's pages and SQLite; writes nothing.
+"""The agent's plan (``episteme plan`` / ``plan_ingest.py``, skill ``wiki-ingest``), outline
+first: for every paper section worth writing, a one-line gist, a suggested page and the related
+topic sections with the evidence that they are the same topic; then, asked by name, the text of
+the sections the agent writes.  Why two steps: every byte printed is read by the model, and the
+outline of a paper is a third of its text.  Reads the wiki's pages and SQLite; writes nothing.
 """
 
 from __future__ import annotations
