@@ -93,7 +93,7 @@ def test_writer_checks_the_links_the_graph_sees():
 
 
 def test_answer_display_text_uses_the_link_parser():
-    from episteme.query.answer import display_text  # answers strip links with the one parser
+    from episteme.query.answer_features import display_text  # answers strip links with the one parser
 
     assert display_text is links.display_text
     assert links.display_text("[[a|b]] and [[c#h]] and ![[d]]") == "b and c#h and !d"
@@ -208,3 +208,11 @@ def test_a_newline_in_a_file_name_cannot_print_a_workflow_command(tmp_path: Path
     assert "evil\\n::error title=pwned::owned.md" in r.stdout
     gh = run(LINT, "--wiki", str(tmp_path), "--format", "github")
     assert all(ln.startswith(("::", "wiki-lint:")) for ln in gh.stdout.splitlines())
+
+
+def test_display_text_reads_a_link_as_its_label_or_with_names_its_page_name():
+    from episteme.wiki.links import display_text
+
+    text = "See [[papers/multi-head-attention#Heads]], [[bert|BERT]], [[x|]] and `[[code]]`."
+    assert display_text(text) == "See papers/multi-head-attention#Heads, BERT,  and `[[code]]`."
+    assert display_text(text, names=True) == "See multi head attention, BERT, x and `[[code]]`."

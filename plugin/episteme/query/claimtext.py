@@ -21,6 +21,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
+from ..wiki.links import display_text
 from ..wiki.sections import HEADING_RE, MARKER_RE
 
 MIN_WORDS = 3
@@ -138,7 +139,7 @@ def page_sections(text: str) -> list[SectionText]:
 def _plain(text: str) -> str:
     """Markdown inline markup → the words a reader sees (links as their labels)."""
     text = _HTML_COMMENT.sub(" ", text)
-    text = _WIKILINK.sub(lambda m: (m.group(2) or m.group(1).rsplit("/", 1)[-1].replace("-", " ")), text)
+    text = display_text(text, names=True)  # the one [[link]] -> reader text rule (wiki/links)
     text = _MDLINK.sub(lambda m: m.group(1), text)
     text = _CODE.sub(" ", text)
     return _EMPH.sub("", text)

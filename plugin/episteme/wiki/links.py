@@ -421,10 +421,12 @@ def _normalize_raw(raw: bytes) -> str:
     return t
 
 
-def display_text(text: str) -> str:
+def display_text(text: str, *, names: bool = False) -> str:
     """``text`` with each link (as :func:`scan_links` finds them, embeds included) replaced by
     what a reader sees: its label after ``|``, else its text (``[[a|b]]`` -> ``b``,
-    ``[[a#h]]`` -> ``a#h``)."""
+    ``[[a#h]]`` -> ``a#h``).  ``names``: an unlabelled link reads as the name of the page it
+    points to (``[[papers/multi-head-attention#x]]`` -> ``multi head attention``), the words a
+    sentence around it says (``lint --claims`` reads claims so)."""
     if "[[" not in text:
         return text
     data = text.encode("utf-8", "surrogatepass")
@@ -436,8 +438,13 @@ def display_text(text: str) -> str:
     for a, b in spans:
         out.append(data[pos:a])
         inner = data[a + 2 : b - 2]
-        _, sep, label = inner.partition(b"|")
-        out.append(label if sep else inner)
+        target, sep, label = inner.partition(b"|")
+        if sep and (label or not names):
+            out.append(label)
+        elif names:
+            out.append(target.split(b"#", 1)[0].rsplit(b"/", 1)[-1].replace(b"-", b" "))
+        else:
+            out.append(inner)
         pos = b
     out.append(data[pos:])
     return b"".join(out).decode("utf-8", "surrogatepass")
