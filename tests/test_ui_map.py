@@ -207,7 +207,19 @@ def test_map_draws_citations_apart_and_filters_by_paper(cited_site, page):
     assert page.text_content("[data-testid=map-hover]").startswith("<img src=x")
     assert page.evaluate("window.__pwned") is None
     assert not page.query_selector("[data-testid=map-svg] img")
+    # the find box rings the pages whose title holds the text, names the best linked, and
+    # Enter opens it (the keyboard's way in)
+    page.fill("#map-find", "adversarial nets")
+    found = {int(e.get_attribute("data-i")) for e in page.query_selector_all(".m-node.m-found")}
+    assert found == {i for i, n in enumerate(data["nodes"]) if "adversarial nets" in n["title"].lower()}
+    assert by_paper[GAN] in found and by_paper[ATT] not in found
+    assert "Adversarial Nets" in page.text_content("[data-testid=map-hover]")
+    page.press("#map-find", "Enter")
+    page.wait_for_function("document.querySelector('#page .crumbs')?.textContent.length > 0")
+    assert page.inner_text("#page .crumbs") in {data["nodes"][i]["id"] for i in found}
     # a dot opens its page
+    page.goto(cited_site.url + "/#/map")
+    page.wait_for_selector("#map-stage[data-ready]")
     page.click(f".m-node[data-i='{by_paper[ATT]}']", force=True)
     page.wait_for_function("document.querySelector('#page h1')?.textContent === 'Attention Is All You Need'")
 

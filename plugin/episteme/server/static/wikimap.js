@@ -256,6 +256,19 @@
         svg.classList.toggle("m-filtered", !!keep);
         return kept;
       },
+      /* Ring the pages whose title holds `text` (case-folded) and point at the first; returns
+       * the first one's page id (null when none or `text` is empty). */
+      find(text) {
+        const q = String(text || "").trim().toLowerCase();
+        let first = null;
+        for (let i = 0; i < n; i++) {
+          const hit = !!q && String(nodes[i].title || "").toLowerCase().includes(q);
+          circles[i].classList.toggle("m-found", hit);
+          if (hit && (first === null || deg[i] + cdeg[i] > deg[first] + cdeg[first])) first = i;
+        }
+        focus(first);
+        return first === null ? null : nodes[first].id;
+      },
       show(kind, on) {
         (kind === "cites" ? [citePath, arrowPath] : [topicPath]).forEach((e) => { e.style.display = on ? "" : "none"; });
       },
