@@ -104,6 +104,7 @@ def vault300(tmp_path_factory):
 
 #: from the hash change to the map drawn and painted (two animation frames later)
 MEASURE = """() => new Promise((ok) => {
+  document.querySelector('#map-stage').removeAttribute('data-ready');  // no earlier map counts
   const t0 = performance.now();
   location.hash = '#/map';
   const tick = () => {
@@ -118,8 +119,8 @@ def test_map_of_300_pages_renders_within_a_second(vault300, page):
     data = get(vault300.url + "/map")
     assert data["count"] == 300
     times = []
-    for _ in range(3):  # best of three: the machine is shared; each run is a fresh page load
-        page.goto(vault300.url + "/#/chat")
+    for run in range(3):  # best of three: the machine is shared; each run a fresh page load
+        page.goto(f"{vault300.url}/?run={run}#/chat")  # a new query string: a real load
         page.wait_for_selector("#status.ok")
         times.append(page.evaluate(MEASURE))
     best = min(times)
