@@ -10,7 +10,8 @@ folders, power-law in-links, every link form) is served by a live uvicorn (the a
   SVG and the filters;
 - **layout**: the force layout alone (``WikiMap.layout``, MAP_TUNING in static/wikimap.js).
 
-Medians and bests in milliseconds; the target (issue 35) is 300 pages shown in ≤ 1 s.  With
+The first load (a server that has not built the graph yet) is reported apart from the later
+ones; medians and bests in milliseconds; the target (issue 35) is 300 pages shown in ≤ 1 s.  With
 ``--screenshot PATH`` the 300-page map is saved as a PNG (committed as
 ``benchmarks/ui-map-300.png``).  Writes ``benchmarks/RESULTS-ui-map.md`` unless ``--no-write``.
 
@@ -33,6 +34,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 GEN_VAULT = REPO.parent / "shared" / "tools" / "gen_vault.py"
 MEASURE = """() => new Promise((ok) => {
+  document.querySelector('#map-stage').removeAttribute('data-ready');  // no earlier map counts
   const t0 = performance.now();
   location.hash = '#/map';
   const tick = () => {
@@ -54,8 +56,8 @@ def measure(size: int, runs: int, browser, screenshot: Path | None) -> dict:
         with LiveServer(wiki_settings(wiki), warm=False) as srv:
             page = browser.new_page(viewport={"width": 1100, "height": 720})
             shown, layout = [], []
-            for _ in range(runs):
-                page.goto(srv.url + "/#/chat")
+            for run in range(runs):
+                page.goto(f"{srv.url}/?run={run}#/chat")  # a new query string: a real load
                 page.wait_for_selector("#status.ok")
                 shown.append(page.evaluate(MEASURE))
                 layout.append(float(page.get_attribute("#map-stage", "data-layout-ms")))
@@ -70,7 +72,7 @@ def measure(size: int, runs: int, browser, screenshot: Path | None) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
-    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--runs", type=int, default=6, help="page loads per size (at least 2)")
     ap.add_argument("--screenshot", type=Path, default=None, help="save the 300-page map here")
     ap.add_argument("--no-write", action="store_true")
     args = ap.parse_args()
@@ -86,9 +88,9 @@ def main() -> int:
         for n in args.sizes:
             r = measure(n, args.runs, browser, args.screenshot if n == 300 else None)
             rows.append(r)
-            print(f"{n} pages: shown median {statistics.median(r['shown']):.0f} ms "
-                  f"(best {min(r['shown']):.0f}), layout median {statistics.median(r['layout']):.0f} ms; "
-                  f"{r['info']}")
+            print(f"{n} pages: shown first {r['shown'][0]:.0f} ms, then median "
+                  f"{statistics.median(r['shown'][1:]):.0f} ms (best {min(r['shown'][1:]):.0f}), "
+                  f"layout median {statistics.median(r['layout']):.0f} ms; {r['info']}")
         browser.close()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     lines = [
@@ -99,14 +101,17 @@ def main() -> int:
         f"(load average {load:.1f} at the end), Debian Chromium headless via Playwright.",
         "Wikis from `../shared/tools/gen_vault.py --pages N --seed 1`; each run a fresh page "
         "load, then `#/map`; *shown* = hash change to the map painted (both requests, layout, "
-        "SVG, filters), *layout* = the force layout alone.  Target: 300 pages shown in ≤ 1 s.",
+        "SVG, filters), *layout* = the force layout alone.  The first load meets a server that "
+        "has not read the wiki's graph yet (imports, first scan); the later loads are fresh "
+        "pages against a warm server.  Target: 300 pages shown in ≤ 1 s.",
         "",
-        "| pages | what the map says | shown median ms | shown best ms | layout median ms |",
-        "|---|---|---|---|---|",
+        "| pages | what the map says | shown, first load ms | shown, later loads median ms | later loads best ms | layout median ms |",
+        "|---|---|---|---|---|---|",
     ]
     for r in rows:
-        lines.append(f"| {r['size']} | {r['info']} | {statistics.median(r['shown']):.0f} | "
-                     f"{min(r['shown']):.0f} | {statistics.median(r['layout']):.0f} |")
+        lines.append(f"| {r['size']} | {r['info']} | {r['shown'][0]:.0f} | "
+                     f"{statistics.median(r['shown'][1:]):.0f} | {min(r['shown'][1:]):.0f} | "
+                     f"{statistics.median(r['layout']):.0f} |")
     lines += [
         "",
         "The layout's rounds shrink as the wiki grows so that its pair work (rounds × pages², "

@@ -104,6 +104,7 @@ def vault300(tmp_path_factory):
 
 #: from the hash change to the map drawn and painted (two animation frames later)
 MEASURE = """() => new Promise((ok) => {
+  document.querySelector('#map-stage').removeAttribute('data-ready');  // no earlier map counts
   const t0 = performance.now();
   location.hash = '#/map';
   const tick = () => {
@@ -118,8 +119,8 @@ def test_map_of_300_pages_renders_within_a_second(vault300, page):
     data = get(vault300.url + "/map")
     assert data["count"] == 300
     times = []
-    for _ in range(3):  # best of three: the machine is shared; each run is a fresh page load
-        page.goto(vault300.url + "/#/chat")
+    for run in range(3):  # best of three: the machine is shared; each run a fresh page load
+        page.goto(f"{vault300.url}/?run={run}#/chat")  # a new query string: a real load
         page.wait_for_selector("#status.ok")
         times.append(page.evaluate(MEASURE))
     best = min(times)
@@ -207,7 +208,19 @@ def test_map_draws_citations_apart_and_filters_by_paper(cited_site, page):
     assert page.text_content("[data-testid=map-hover]").startswith("<img src=x")
     assert page.evaluate("window.__pwned") is None
     assert not page.query_selector("[data-testid=map-svg] img")
+    # the find box rings the pages whose title holds the text, names the best linked, and
+    # Enter opens it (the keyboard's way in)
+    page.fill("#map-find", "adversarial nets")
+    found = {int(e.get_attribute("data-i")) for e in page.query_selector_all(".m-node.m-found")}
+    assert found == {i for i, n in enumerate(data["nodes"]) if "adversarial nets" in n["title"].lower()}
+    assert by_paper[GAN] in found and by_paper[ATT] not in found
+    assert "Adversarial Nets" in page.text_content("[data-testid=map-hover]")
+    page.press("#map-find", "Enter")
+    page.wait_for_function("document.querySelector('#page .crumbs')?.textContent.length > 0")
+    assert page.inner_text("#page .crumbs") in {data["nodes"][i]["id"] for i in found}
     # a dot opens its page
+    page.goto(cited_site.url + "/#/map")
+    page.wait_for_selector("#map-stage[data-ready]")
     page.click(f".m-node[data-i='{by_paper[ATT]}']", force=True)
     page.wait_for_function("document.querySelector('#page h1')?.textContent === 'Attention Is All You Need'")
 

@@ -216,6 +216,14 @@
       info.textContent = (keep ? kept + " of " : "") + nodes.length + " pages · " + (data.edges || []).length +
         " topic links · " + cites.length + " citations" + (unplaced ? " (" + unplaced + " between papers without a page)" : "");
     };
+    const find = $("#map-find", root);
+    const found = () => handle.find(find.value);
+    find.oninput = found;
+    find.onkeydown = (ev) => {
+      const id = ev.key === "Enter" ? found() : null;
+      if (id) location.hash = "#/wiki/" + enc(id);
+    };
+    if (find.value) found();
     tagSel.onchange = counts;
     paperSel.onchange = counts;
     $("#map-show-links", root).onchange = (e) => handle.show("links", e.target.checked);

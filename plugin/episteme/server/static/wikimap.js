@@ -5,7 +5,7 @@
  * rounds from a deterministic start (a sunflower spiral, best-linked pages in the middle), so the
  * same wiki always draws the same way.  The rounds shrink as the wiki grows so that the pairwise
  * work stays under a budget (MAP_TUNING, set with benchmarks/bench_ui_map.py: 300 pages lay out
- * in ~160 ms and are on screen in ~210 ms on the shared 2-core machine at load 18; see
+ * in ~260 ms and are on screen in ~380 ms on the shared 2-core machine at load 25; see
  * benchmarks/RESULTS-ui-map.md).  Filters dim pages; they never move them.
  *
  * Drawing: all topic links are one SVG path and all citations another (thousands of <line>s
@@ -255,6 +255,19 @@
         });
         svg.classList.toggle("m-filtered", !!keep);
         return kept;
+      },
+      /* Ring the pages whose title holds `text` (case-folded) and point at the first; returns
+       * the first one's page id (null when none or `text` is empty). */
+      find(text) {
+        const q = String(text || "").trim().toLowerCase();
+        let first = null;
+        for (let i = 0; i < n; i++) {
+          const hit = !!q && String(nodes[i].title || "").toLowerCase().includes(q);
+          circles[i].classList.toggle("m-found", hit);
+          if (hit && (first === null || deg[i] + cdeg[i] > deg[first] + cdeg[first])) first = i;
+        }
+        focus(first);
+        return first === null ? null : nodes[first].id;
       },
       show(kind, on) {
         (kind === "cites" ? [citePath, arrowPath] : [topicPath]).forEach((e) => { e.style.display = on ? "" : "none"; });
