@@ -93,7 +93,9 @@ def test_writer_checks_the_links_the_graph_sees():
 
 
 def test_answer_display_text_uses_the_link_parser():
-    from episteme.query.answer_features import display_text  # answers strip links with the one parser
+    from episteme.query.answer_features import (
+        display_text,  # answers strip links with the one parser
+    )
 
     assert display_text is links.display_text
     assert links.display_text("[[a|b]] and [[c#h]] and ![[d]]") == "b and c#h and !d"
