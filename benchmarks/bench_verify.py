@@ -554,6 +554,8 @@ def main() -> int:
     ap.add_argument("--heldout", action="store_true", help="only the held-out table sets, per claim")
     ap.add_argument("--corpus", metavar="JSONL", default=None,
                     help="only the claims of this file over collected papers (verify_corpus.jsonl), per claim")
+    ap.add_argument("--corpus-tuned", metavar="PAPERS", default=None,
+                    help="with --corpus: the papers whose misses were read (comma-separated), measured apart")
     ap.add_argument("--self-consistency", action="store_true",
                     help="only the self-consistency scan (every stored sentence against its passage)")
     ap.add_argument("--speed-json", action="store_true", help=argparse.SUPPRESS)
@@ -571,6 +573,13 @@ def main() -> int:
                       f"{r['verdict']:12} {r['reason']['code']}: {r['reason']['text'][:90]}")
         for k, (v, n) in measures(rows).items():
             print(f"{k:40} {v:.3f} (n={n})")
+        if args.corpus_tuned:
+            tuned = set(args.corpus_tuned.split(","))
+            for name, part in (("tuned half", [r for r in rows if r["paper"] in tuned]),
+                               ("other half", [r for r in rows if r["paper"] not in tuned])):
+                m = measures(part)
+                print(f"{name}: " + ", ".join(f"{k} {m[k][0]:.3f} (n={m[k][1]})" for k in (
+                    "true kept", "false rejected", "contradicted called contradicted", "red mark right")))
         return 0
     wiki = ensure_wiki()
     tracer = Tracer(load_settings(wiki, env={}, dotenv=None))

@@ -152,3 +152,15 @@ def test_a_value_paired_with_another_name_in_the_passage_own_words():
     v = verdict("LoRA updates 0.28%" + tail, passage)
     assert v["verdict"] == CONTRADICTED and v["reason"]["code"] == "value_of_other", v
     assert verdict("LoRA updates 0.25%" + tail, passage)["verdict"] == SUPPORTED
+
+
+def test_a_tables_language_pair_is_read_with_its_own_direction():
+    """Lower-case code pairs as NMT tables print them ("sw-en", "tl-en") and languages beyond the
+    first list (Swahili, Tagalog) are pairs with a direction; a code that is an English word in
+    lower case ("to-do", "no-go") is not."""
+    from episteme.query.verify import lang_pair
+
+    assert lang_pair("sw-en") == ("sw", "en") and lang_pair("en-sw") == ("en", "sw")
+    assert lang_pair("Tagalog-English") == lang_pair("tl-en") == ("tl", "en")
+    assert lang_pair("to-do") is None and lang_pair("no-go") is None
+    assert entity_key("Swahili-to-English") == entity_key("sw-en") != entity_key("en-sw")

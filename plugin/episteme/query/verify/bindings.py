@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import re
 
-from ..text import STOP, normalize, stem
+from ..text import STOP, fold, normalize
 from .evidence import Evidence
 from .names import Ent, entities_in, entity_key, siblings
 from .numbers import Num, number_matches, numbers_in
@@ -255,20 +255,30 @@ def cell_runs(text: str) -> list[list[tuple[int, int]]]:
 
 # ------------------------------------------------------------------------ "value for name" pairs
 
-_FOR_PAIR = re.compile(r"(?P<v>\d[\d.,]*\s?%?)\s+(?:for|of|through|on|with|in)\s+(?:the\s+)?(?P<l>[\w\-]+(?:\s+[\w\-]+)?)")
+_FOR_PAIR = re.compile(r"(?P<v>\d[\d.,]*\s?%?)(?:\s+[a-z]+){0,2}?\s+(?:for|through|on|with|in)\s+"
+                       r"(?:the\s+)?(?P<l>[\w\-]+(?:\s+[\w\-]+)?)")
+# ("of" is left out: "0.28% of the parameters" names the whole a share is of, not its owner)
 _LABEL_STOP = frozenset(["all", "each", "every", "both", "the", "a", "an", "total", "average", "mean"])
 
 
-def _label(words_: str) -> frozenset[str]:
-    """The keys a pair's label names (its first two words, function words left out; a name by
-    form as :func:`~.names.entity_key` reads it, other words stemmed)."""
-    out = [entity_key(w) if entities_in(f"x {w}") else stem(w.lower())
-           for w in re.findall(r"[A-Za-z][\w\-]*", words_)
+def _label(words_: str) -> str:
+    """A pair's label as one key: its first two words (function words left out), lower-case
+    letters and digits only, so "RealScholar Query" = "RealScholarQuery"."""
+    out = [w for w in re.findall(r"[A-Za-z][\w\-]*", words_)
            if w.lower() not in STOP and w.lower() not in _LABEL_STOP]
-    return frozenset(out[:2])
+    return re.sub(r"[^0-9a-z]", "", fold(" ".join(out[:2])).lower())
 
 
-def value_pairs(text: str) -> list[tuple[Num, frozenset[str]]]:
+def _same_label(a: str, b: str) -> bool:
+    """Two labels name the same thing when one key starts the other ("prefixtuning" and
+    "prefixtuningof..." cut at two words; "lora" and "loras")."""
+    if not a or not b:
+        return False
+    short, long_ = sorted((a, b), key=len)
+    return len(short) >= 2 and long_.startswith(short) and (len(short) >= 3 or short == long_)
+
+
+def value_pairs(text: str) -> list[tuple[Num, str]]:
     """The "V for L" pairs of ``text`` ("0.25% for LoRA", "295 for fine-tuning"): each value with
     the label its own words give it."""
     text = normalize(text)
@@ -296,20 +306,19 @@ def for_binding(claim: str, cnums: list[Num], ev: Evidence):
         # and the name just before it in its clause ("LoRA updates 0.28% of ...")
         clause_start = max(text.rfind(ch, 0, n.start) for ch in ",;:(")
         before = [e for e in entities_in(text[clause_start + 1:n.start])]
-        if before:
-            mine.setdefault(n.start, []).append(frozenset([entity_key(before[-1].text)]))
+        if before and n.start not in mine:  # only where its own words give it no label
+            mine.setdefault(n.start, []).append(entity_key(before[-1].text))
     for n in cnums:
         labs = mine.get(n.start)
         if n.word or not labs:
             continue
         same_value = [(en, el) for en, el in theirs if number_matches(n, en)]
-        if not same_value or any(el & lab for _en, el in same_value for lab in labs):
+        if not same_value or any(_same_label(el, lab) for _en, el in same_value for lab in labs):
             continue  # the passage pairs it with the claim's label (or not at all)
         for lab in labs:
-            mine_there = [(en, el) for en, el in theirs if el == lab and not number_matches(n, en)]
+            mine_there = [(en, el) for en, el in theirs if _same_label(el, lab) and not number_matches(n, en)]
             if mine_there:
                 en, el = same_value[0]
-                return ("value_of_other", f"the passage gives {en.text.strip()} for "
-                        f"{' '.join(sorted(el))} and {mine_there[0][0].text.strip()} for "
-                        f"{' '.join(sorted(lab))}", en.start)
+                return ("value_of_other", f"the passage gives {en.text.strip()} for {el} and "
+                        f"{mine_there[0][0].text.strip()} for {lab}", en.start)
     return None

@@ -40,23 +40,36 @@ LANGUAGES = {
     "ukrainian": "uk", "bulgarian": "bg", "croatian": "hr", "serbian": "sr", "slovak": "sk",
     "slovenian": "sl", "persian": "fa", "thai": "th", "indonesian": "id", "malay": "ms",
     "urdu": "ur", "bengali": "bn", "tamil": "ta", "swahili": "sw", "icelandic": "is",
+    "tagalog": "tl", "filipino": "tl", "somali": "so", "nepali": "ne", "sinhala": "si",
+    "amharic": "am", "yoruba": "yo", "hausa": "ha", "igbo": "ig", "zulu": "zu", "xhosa": "xh",
+    "afrikaans": "af", "burmese": "my", "khmer": "km", "pashto": "ps", "kurdish": "ku",
+    "mongolian": "mn", "uzbek": "uz", "basque": "eu", "catalan": "ca", "galician": "gl",
+    "welsh": "cy", "irish": "ga", "maltese": "mt", "albanian": "sq", "macedonian": "mk",
+    "bosnian": "bs", "armenian": "hy", "georgian": "ka", "azerbaijani": "az", "belarusian": "be",
+    "malayalam": "ml", "telugu": "te", "kannada": "kn", "marathi": "mr", "punjabi": "pa",
 }
+#: codes that are also English words: never read as a language when written in lower case
+_CODE_WORDS = frozenset(["no", "is", "it", "to", "in", "be", "as", "am", "an", "or", "so", "my",
+                         "he", "me", "we", "us", "do", "go", "on", "at", "of", "if", "up", "ha", "ka"])
 _LANG_CODES = frozenset(LANGUAGES.values())
 _LANG_PAIR = re.compile(r"([A-Za-z]+)\s?(?:-to-|-|→|->|\s+to\s+)\s?([A-Za-z]+)")
 
 
 def lang_pair(token: str) -> tuple[str, str] | None:
-    """``("en", "de")`` for "English-to-German", "English-German", "En→De", "EN-DE"; None for
-    anything that is not a pair of languages (direction kept: German-English is ("de", "en"))."""
+    """``("en", "de")`` for "English-to-German", "English-German", "En→De", "EN-DE", "sw-en" (lower
+    case codes only when neither is an English word); None for anything that is not a pair of
+    languages (direction kept: German-English is ("de", "en"))."""
     m = _LANG_PAIR.fullmatch(normalize(token).strip())
     if not m:
         return None
     out = []
+    lower_codes = all(len(x) == 2 and x.islower() and x in _LANG_CODES and x not in _CODE_WORDS
+                      for x in m.groups())  # "sw-en", "tl-en": a table's pair in lower case
     for part in m.groups():
         low = part.lower()
         if low in LANGUAGES:
             out.append(LANGUAGES[low])
-        elif len(low) == 2 and low in _LANG_CODES and (part.isupper() or part.istitle()):
+        elif len(low) == 2 and low in _LANG_CODES and (part.isupper() or part.istitle() or lower_codes):
             out.append(low)
         else:
             return None

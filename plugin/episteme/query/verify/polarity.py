@@ -313,6 +313,19 @@ _ALTERNATIVE_CUES = frozenset(["instead", "rather", "replace", "replaced", "repl
                                "removed", "remove", "versus", "vs"])
 
 
+#: A verb saying what was used, just before B in the passage's sentence.
+_USED_BEFORE = re.compile(r"\b(?:use[sd]?|using|employ(?:s|ed)?|adopt(?:s|ed)?|consists?\s+of|is|are|was|were|"
+                          r"propose[sd]?|chose|choose[s]?|rel(?:y|ies|ied)\s+on|based\s+on)\b[^.;:]{0,40}$",
+                          re.IGNORECASE)
+
+
+def _before_phrase(sent: str, b: str) -> str:
+    """The text of ``sent`` before the first word of ``b`` that it holds."""
+    first = next((w for w in re.findall(r"[\w\-]+", b) if w.lower() not in STOP), "")
+    m = re.search(r"\b" + re.escape(first) + r"\b", sent, re.IGNORECASE) if first else None
+    return sent[:m.start()] if m else ""
+
+
 def _content(text: str) -> set[str]:
     return {stem(w) for w, _s, _e in cue_tokens(text) if w not in STOP and len(w) > 2 and not w.isdigit()}
 
@@ -331,8 +344,12 @@ def alternative_swapped(claim: str, sent: str, elsewhere: set[str],
     a, b = _content(m.group("a")), _content(m.group("b"))
     only_a = a - b
     have = stem_set(sent)
+    if len(b) < 2 and not entities_in(m.group("b")):
+        return None  # "instead of over all words": too little to say what B is
     if not b or not only_a or not b <= have:
         return None
+    if not _USED_BEFORE.search(_before_phrase(sent, m.group("b"))):
+        return None  # the sentence does not say B was used ("... the cost over all words")
     rest = stem_set(claim) - only_a
     if len(rest & have) < min_share * len(rest):
         return None
