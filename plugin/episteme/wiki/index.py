@@ -6,7 +6,9 @@ the tracer), and ``log.md`` tells a reader what happened when.  None of them is 
 every entry can be rederived from the section markers in the pages (see
 ``wikiwrite.rebuild_indexes``), which is what makes a crash between writes recoverable.
 
-Layouts (one entry per section, ordered by section number so rebuilding is deterministic)::
+``index.md`` opens with a table of contents for readers (``# Papers``, ``# Topics``: every
+page as a ``[[link]]`` with one line, :func:`refresh_contents`), then ``# Section map``, the
+writer's entries (one per section, ordered by section number so rebuilding is deterministic)::
 
     ## sec_002
     Multi-head attention: parallel projection heads, concatenation.
