@@ -70,6 +70,7 @@ class Layout:
     ieee: bool = False  # "II. CAPITALS" sections in the body font, italic "A. Title" subsections
     line_numbers: bool = False  # Word/bioRxiv continuous line numbers in the left margin
     word_headings: bool = False  # no numbers: level 1 large regular type, level 2 underlined
+    bold_headings: bool = False  # no numbers: every heading bold at body size (Nature, bioRxiv)
 
 
 # Codes 1 and 2 are re-mapped to the fonts' "fi"/"fl" ligature glyphs (as TeX output uses
@@ -283,7 +284,9 @@ class _Typesetter:
         self.y -= size * 0.8
         self.need(size * 1.2 + self.lay.body_size * 3.6)  # keep with the next lines
         text = f"{number} {title}" if number else title
-        if self.lay.word_headings:
+        if self.lay.bold_headings:
+            self.line(title, self.lay.body_size, bold=True)
+        elif self.lay.word_headings:
             # a word processor's styles: "Heading 1" large and regular, "Heading 2" at body
             # size, regular and underlined, neither numbered
             if level == 1:

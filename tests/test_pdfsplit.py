@@ -486,3 +486,15 @@ def test_roman_prefixed_section_numbers_are_numbers():
     got = [(h.number, h.title) for h in detect_headings(lines)]
     assert ("I.1", "Architectures for Long-Distance Networks") in got
     assert ("I.2", "Polarization Entanglement") in got
+
+
+def test_bold_body_size_headings_without_numbers(tmp_path):
+    """Nature's and bioRxiv's layout: no numbers, every heading bold at the body size, set like
+    the paper's Abstract and Discussion headings, on a line of its own above the prose."""
+    paper = _paper()
+    paper.sections[-1].title = "Discussion"
+    f = pdfgen.make_paper_pdf(tmp_path / "bold.pdf", paper,
+                              pdfgen.Layout(columns=1, bold_headings=True))
+    got = [s.title for s in split_pdf(f).sections if s.kind not in ("front", "abstract")]
+    assert got == [s.title for s in paper.sections] + ["References"] + [
+        s.title for s in paper.appendix]

@@ -558,7 +558,13 @@ def _add_style_matches(
             and not NUMBERED.match(text)
         )
         level = None
-        if base_ok and st in styles and (not body_sized or ln.underlined) and (
+        if base_ok and st in styles and (
+            not body_sized or ln.underlined
+            # bold at body size, as the paper sets its known-name headings (Abstract,
+            # Discussion), on a line of its own with prose below: Nature's and bioRxiv's style
+            or (ln.all_bold and not numbered and _space_above(lines, i, leading)
+                and _body_follows(lines, i, stats))
+        ) and (
             ln.lead == text or ln.styled_share >= 0.8
         ) and (ln.font != stats.body_font or ln.bold or text.isupper() or ln.underlined
                or ln.size >= stats.body_size + LARGE_PT):
