@@ -22,9 +22,10 @@ Steps:
    and the seeded edits flagged (error or warning) and flagged as errors.
 
 ``--trace`` also traces each labelled sentence alone against its paper (what
-``episteme trace --answer S --papers PAPER --verifier offline`` does, run in one process of the
-``--tree`` code so the model loads once) and reports true kept / false rejected, seeded edits
-included.
+``episteme trace --answer S --papers PAPER --verifier offline`` does and prints, run in one
+process of the ``--tree`` code so the model loads once; verdicts checked equal to the CLI's on a
+sample) and reports true kept / false rejected, seeded edits included, and the median bytes of
+the printed output (what the agent reads per claim).
 
     python benchmarks/bench_prose.py [--tree DIR] [--trace] [--edits-mode all|page] [--write]
 """
@@ -260,8 +261,9 @@ def edit_measures(edits: list[dict], findings_by_page: dict[str, list[dict]], sp
 # ------------------------------------------------------------------------------------- trace
 
 TRACE_DRIVER = r"""
-import json, sys
+import contextlib, io, json, sys
 from pathlib import Path
+from episteme.commands.show import emit_sourced
 from episteme.config import load_settings
 from episteme.query.trace import Tracer
 wiki = Path(sys.argv[1])
@@ -271,8 +273,12 @@ tracer = Tracer(settings)
 out = []
 for it in items:
     res = tracer.trace(it["text"], papers=it["papers"], top=3)
+    res["verifier"] = "offline"
     verdicts = [c.get("verdict") for c in res.get("claims", [])]
-    out.append({"key": it["key"], "verdicts": verdicts, "bytes": len(json.dumps(res))})
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):  # what `episteme trace` prints (boxes attached, JSON)
+        emit_sourced(tracer.settings, res, fmt="json", render=None, text=str)
+    out.append({"key": it["key"], "verdicts": verdicts, "bytes": len(buf.getvalue().encode())})
 json.dump(out, open(sys.argv[3], "w"))
 """
 
