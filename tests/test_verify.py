@@ -374,3 +374,23 @@ def test_value_owned_by_the_name_of_its_own_sentence():
 def test_ordinals_are_not_read_as_values():
     assert values("the 31st conference") == [] and values("the 2nd run") == []
     assert values("31 runs")[0] == {31.0}
+
+
+def test_a_role_swap_reason_is_the_same_whatever_the_hash_seed():
+    """The reason names the first of the claim's words bound otherwise: in the claim's order, not
+    a set's (which follows PYTHONHASHSEED: two runs of one trace gave two reasons)."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from episteme.query.verify.polarity import role_swap; print(role_swap("
+            "'The generator relied on maxout units, whereas the discriminator combined rectifier "
+            "units with sigmoid units.', 'The generator nets used a mixture of rectifier linear "
+            "activations and sigmoid activations, while the discriminator net used maxout "
+            "activations.'))")
+    outs = set()
+    for seed in range(6):
+        env = {**os.environ, "PYTHONHASHSEED": str(seed)}
+        outs.add(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                env=env, check=True).stdout.strip())
+    assert outs == {"the claim ties maxout to generator; the passage ties it to discriminator"}
