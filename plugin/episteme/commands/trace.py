@@ -32,6 +32,9 @@ def build_parser() -> ArgumentParser:
     p.add_argument("--format", choices=["json", "text"], default="json")
     p.add_argument("--render", default=None, metavar="DIR",
                    help="write one PNG per source (its page, the quote highlighted) into DIR")
+    p.add_argument("--boxes", action="store_true",
+                   help="give each source and passage its highlight boxes on the page (off by default: "
+                        "the JSON stays compact for a reader; --render implies it)")
     add_store_options(p)
     return p
 
@@ -83,9 +86,19 @@ def main(argv: list[str] | None = None) -> int:
                     print(format_usage(result["llm_usage"]), file=sys.stderr)
             elif args.verifier == "claude":
                 raise UsageError("--verifier claude needs an API key (LLM_API_KEY / ANTHROPIC_API_KEY)")
-        from .show import emit_sourced
+        if args.boxes or args.render:
+            from .show import emit_sourced
 
-        emit_sourced(tracer.settings, result, fmt=args.format, render=args.render, text=format_trace_text)
+            emit_sourced(tracer.settings, result, fmt=args.format, render=args.render,
+                         text=format_trace_text)
+        elif args.format == "text":
+            from ..cliutil import write_text
+
+            write_text(format_trace_text(result))
+        else:
+            from ..cliutil import print_json
+
+            print_json(result)
         return 0
 
     return run_main(body, json_errors=lambda: format_is_json(argv, default=True))
