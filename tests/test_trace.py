@@ -229,6 +229,13 @@ def test_command_errors_and_text_format(ingested_wiki, capsys, monkeypatch):
     assert main(["--wiki", str(ingested_wiki), "--answer", SCALING + " " + FABRICATED, "--format", "text"]) == 0
     out = capsys.readouterr().out
     assert "UNSUPPORTED" in out and "3.2.1 Scaled Dot-Product Attention" in out
+    # the JSON stays compact: highlight boxes only when asked for
+    assert main(["--wiki", str(ingested_wiki), "--answer", SCALING, "--papers", ATT]) == 0
+    plain = capsys.readouterr().out
+    assert '"boxes"' not in plain and '"passages"' not in plain
+    assert main(["--wiki", str(ingested_wiki), "--answer", SCALING, "--papers", ATT, "--full"]) == 0
+    boxed = json.loads(capsys.readouterr().out)
+    assert all("boxes" in p for c in boxed["claims"] for p in c["passages"])
 
 
 def test_long_lived_tracer_sees_a_removed_paper(ingested_wiki, embedder):

@@ -60,6 +60,10 @@ def compact_claim(claim: dict, *, boxes: bool = False) -> dict:
     out: dict[str, Any] = {"claim": claim.get("claim", ""), "verdict": verdict,
                            "reason": reason.get("text", "") if isinstance(reason, dict) else
                            (reason or "")}
+    if claim.get("check"):  # unsupported, with a possible contradiction the rules could not align
+        out["check"] = True
+    if isinstance(claim.get("compared"), dict):  # what the verdict compared, to judge it at a glance
+        out["compared"] = claim["compared"]
     best = best_passage(claim)
     if best is not None:
         quote = {"paper": best.get("paper"), "section": best.get("section"),
