@@ -1,15 +1,16 @@
 """Benchmark ``lint --claims`` (and ``trace``) on a wiki written the way the agent writes (issue 31).
 
 The corpus is ``benchmarks/prose_corpus/``: wiki pages written by an agent following the
-``wiki-ingest`` skill on six papers of different fields (four ``dev`` papers of the collected
-corpus, two of ``../shared/data/papers-more``), every sentence labelled by hand against its paper
-(``labels.jsonl``: true, or false and why), and seeded falsified copies of 43 sentences
-(``edits.jsonl``: a number changed, a comparison reversed, a named setting or role swapped, a
-negation, a name swapped).  See ``prose_corpus/README.md``.
+``wiki-ingest`` skill on eight papers of different fields (four ``dev`` papers of the collected
+corpus and two of ``../shared/data/papers-more``, counted ``dev``; two ``heldout`` papers of the
+corpus), every sentence labelled by hand against its paper (``labels.jsonl``: true, or false and
+why), and seeded falsified copies of 56 sentences (``edits.jsonl``: a number changed, a comparison
+reversed, a named setting or role swapped, a negation, a name swapped).  See
+``prose_corpus/README.md``.
 
 Steps:
 
-1. restore the six PDFs (the corpus cache ``$EPISTEME_PAPERS`` or ``~/.cache/episteme/papers``,
+1. restore the eight PDFs (the corpus cache ``$EPISTEME_PAPERS`` or ``~/.cache/episteme/papers``,
    filled by ``benchmarks/papers/restore.py``; ``../shared/data/papers-more``), check their
    sha256, and store them in a temp wiki with the real CLI (``episteme ingest``, no pages
    written), cached under the temp folder by the papers' sha256 and the store code's commit;
@@ -132,7 +133,7 @@ def store_commit(tree: Path) -> str:
 
 
 def build_template(tree: Path, papers: list[Path], cache: Path) -> tuple[Path, float | None]:
-    """The six papers stored (raw/, SQLite, Chroma) in a wiki with no pages; cached."""
+    """The papers stored (raw/, SQLite, Chroma) in a wiki with no pages; cached."""
     h = hashlib.sha256(store_commit(tree).encode())
     for p in papers:
         h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
@@ -357,7 +358,7 @@ def report(args, clean: dict, edits_all: dict, timings: dict, trace: dict | None
             lines.append(f"| {s} | {pct(c['kept'], c['true'])} ({c['kept']}/{c['true']}) | "
                          f"{pct(c['rejected'], c['false'])} ({c['rejected']}/{c['false']}) | {c['median_bytes']} |")
     lines.append("")
-    lines.append(f"Timings: store the six papers {timings.get('ingest', 'cached')}; lint --claims clean "
+    lines.append(f"Timings: store the papers {timings.get('ingest', 'cached')}; lint --claims clean "
                  f"{timings['lint_clean']:.1f} s, with edits {timings['lint_edits']:.1f} s"
                  + (f"; traces {timings['trace']:.1f} s" if 'trace' in timings else "") + f". Pages: {n_pages}.")
     lines.append(f"Findings on the clean wiki not matched to a labelled sentence: {len(clean['unmatched'])}. "
@@ -469,13 +470,13 @@ def main() -> int:
                                     capture_output=True, text=True).stdout.strip()
             text = (f"# lint --claims on agent-written prose (benchmarks/bench_prose.py)\n\n"
                     f"Code measured: `{branch}` at {commit}. Corpus: `benchmarks/prose_corpus/` "
-                    f"({len(labels)} labelled sentences on {n_pages} pages, six papers; {len(edits)} seeded edits, "
+                    f"({len(labels)} labelled sentences on {n_pages} pages, {len(names)} papers; {len(edits)} seeded edits, "
                     f"applied {'all at once' if args.edits_mode == 'all' else 'one page at a time'}).\n"
                     f"Machine: {machine()}.\n\n"
                     "Errors are `claim-contradicted` findings (red marks); warnings are the other `claim-*` "
                     "findings. A red mark is right when its sentence is labelled false or is a seeded edit. "
-                    "All six papers are `dev` (the four corpus papers' manifest split; papers-more counts as dev), "
-                    "so there is no held-out row yet.\n\n" + table + "\n")
+                    "Splits follow the papers' manifest split (papers-more counts as `dev`); `heldout` is two "
+                    "papers written after the `dev` part and never tuned on.\n\n" + table + "\n")
             args.out.write_text(text, encoding="utf-8")
             print(f"\nwrote {args.out}")
     finally:

@@ -242,6 +242,37 @@ def test_crash_during_remove_is_undone_or_finished(point, crash_template, tmp_pa
     assert present == (point == "remove:chroma-deleted")  # before the commit: undone
 
 
+@pytest.mark.parametrize("after", [0, 1, 3, 5, 8])
+def test_full_disk_during_ingest_is_one_error_line_and_the_next_run_works(after, crash_template,
+                                                                          tmp_path):
+    """Issue 36 item 3: the disk fills after ``after`` file writes of ``ingest --write`` (the
+    temp copy, the staged vectors, the journal, then the wiki writer's files): exit 1 with one
+    clear line and no traceback, no temp copy or staged vectors left, raw/ + SQLite + Chroma
+    agreeing, and the next run (disk freed) finishing with each section written once."""
+    import shutil
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    s = wiki_settings(wiki)
+    args = ("ingest", str(crash_template["v2"]), "--wiki", str(wiki), "--write", "--writer",
+            "extractive", "--no-progress", "--date", "2026-01-02")
+    proc = cli(*args, EPISTEME_FAIL_WRITES=f"enospc:{after}")
+    assert proc.returncode == 1, (after, proc.stderr[-2000:])
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 1 and "no space left on device" in errors[0], proc.stderr[-2000:]
+    assert stores_agree(s) == [], after
+    assert not list((s.data_dir / "tmp").glob("*")), "temp copies or staged vectors remain"
+    assert not [p for p in wiki.rglob("*.tmp")], "temp files remain in the wiki"
+    again = cli(*args)
+    assert again.returncode == 0, again.stderr
+    assert stores_agree(s) == []
+    got = wiki_sections(wiki)
+    assert sorted(got) == sorted(crash_template["reference"]), after
+    lint = cli("lint", "--wiki", str(wiki), "--stores", "--format", "json")
+    assert lint.returncode == 0, lint.stdout[-2000:]
+
+
 def test_force_write_and_reruns_never_duplicate_sections(crash_template, tmp_path):
     import shutil
 

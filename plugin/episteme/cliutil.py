@@ -129,6 +129,9 @@ def run_main(body: Callable[[], int | None], *, json_errors: Callable[[], bool] 
     except OSError as e:
         import errno
 
+        if e.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):  # a full disk
+            return _report(f"cannot write {e.filename or 'a file'}: {(e.strerror or str(e)).lower()} "
+                           "(free some space and run the command again)", json_errors)
         if e.errno != errno.EROFS:
             raise
         return _report(f"cannot write {e.filename or 'a file'}: read-only file system (this "

@@ -74,8 +74,11 @@ def write_error(e: OSError, what: str, outcome: str = "") -> WriteError:
     left on device; <outcome>`` (``outcome`` says what the failure left: "nothing was
     written", or what was)."""
     reason = (e.strerror or str(e)).lower() if isinstance(e, OSError) else str(e)
-    return WriteError(f"cannot write {what}: {reason}" + (f"; {outcome}" if outcome else ""),
-                      errno=getattr(e, "errno", None))
+    code = getattr(e, "errno", None)
+    hint = (" (this command needs write access to the wiki; read-only commands work without it)"
+            if code in (errno.EROFS, errno.EACCES, errno.EPERM) else "")
+    return WriteError(f"cannot write {what}: {reason}" + (f"; {outcome}" if outcome else "") + hint,
+                      errno=code)
 
 
 _UMASK: int | None = None

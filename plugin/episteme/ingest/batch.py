@@ -36,7 +36,7 @@ from ..errors import EpistemeError
 from ..fsutil import wiki_lock
 from .commit import commit_paper, is_unchanged, paper_json, pending_journal, reconcile, stale_temps
 from .ids import choose_id, read_pdf, sha256_bytes
-from .prepare import Prepared, prepare_split, tmp_dir
+from .prepare import Prepared, prepare_split, write_temp_copy
 from .workers import InlinePool, default_jobs, prepare_job, split_job, worker_init, worker_model
 
 EMBED_GROUP_PASSAGES = 2048  # embed at most this many passages in one call (memory bound)
@@ -315,13 +315,11 @@ def _stage(settings, it: BatchItem) -> bool:
         it.status, it.error, it.kind = "failed", e.message, getattr(e, "kind", None)
         return False
     it.sha = sha256_bytes(data)  # what is stored is what was read now
-    tmp = tmp_dir(settings) / f"{it.paper_id}.{os.getpid()}.{time.time_ns()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o644)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    it.tmp = tmp
+    try:
+        it.tmp = write_temp_copy(settings, it.paper_id, data)
+    except EpistemeError as e:
+        it.status, it.error = "failed", e.message
+        return False
     return True
 
 

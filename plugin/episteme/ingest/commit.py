@@ -25,10 +25,19 @@ import contextlib
 import os
 import sys
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..errors import EpistemeError, NotFoundError
-from ..fsutil import clear_journal, crash_point, pid_alive, read_journal, wiki_lock, write_journal
+from ..fsutil import (
+    clear_journal,
+    crash_point,
+    pid_alive,
+    read_journal,
+    wiki_lock,
+    write_error,
+    write_journal,
+)
 from .ids import paper_id_for
 from .prepare import OBJECT_KINDS, Prepared, tmp_dir
 
@@ -213,8 +222,13 @@ def raw_passages(settings):
     return raw_collection(client, physical_name(settings, PASSAGES, client))
 
 
-def set_paper_vectors(settings, paper_id: str, staged: dict | None, model: str | None) -> None:
-    """Make the passage collection hold exactly ``staged`` for ``paper_id``."""
+def set_paper_vectors(settings, paper_id: str, staged: dict | None, model: str | None, *,
+                      drop_ids: Iterable[str] = ()) -> None:
+    """Make the passage collection hold exactly ``staged`` for ``paper_id``.  ``drop_ids``: ids
+    to delete by id as well (the vectors an undone ingest added).  Why by id: after a failed
+    write (a full disk: "Error in compaction") Chroma keeps the add in its log without its
+    metadata, so a delete by ``paper`` finds nothing, and the log, applied at the next open,
+    brings the vectors back; a delete by id is logged after the add and wins."""
     from ..stores.vectors import PASSAGES, add_in_batches, make_client, mark_written, physical_name
 
     col = raw_passages(settings)
@@ -227,6 +241,9 @@ def set_paper_vectors(settings, paper_id: str, staged: dict | None, model: str |
             physical_name(settings, PASSAGES), configuration={"hnsw": {"space": "cosine"}},
             metadata={"embedding_model": model, "dim": dim}, embedding_function=None)
     col.delete(where={"paper": paper_id})
+    drop = list(dict.fromkeys(drop_ids))  # also ids re-added below: the log then ends with the old vector
+    for start in range(0, len(drop), 5000):
+        col.delete(ids=drop[start:start + 5000])
     if ids:
         add_in_batches(col, ids, staged["embeddings"], staged["metadatas"], staged["documents"])
     mark_written(settings)
@@ -277,13 +294,17 @@ def replay(settings, store, j: dict, *, committed: bool | None = None) -> dict:
             committed = row is None
     staged_old = Path(j["old_vectors"]) if j.get("old_vectors") else None
     staged_new = Path(j["new_vectors"]) if j.get("new_vectors") else None
+    want: set[str] | None = set()  # the paper's vector ids Chroma must hold afterwards
     if committed:
         if j["op"] == "ingest":
             tmp = Path(j["tmp"])
             if not target.exists() and tmp.exists():
                 os.replace(tmp, target)
+            want = None  # vectors already in place when nothing is staged
             if staged_new is not None and staged_new.exists():
-                set_paper_vectors(settings, paper_id, _load_staged(staged_new), j.get("model"))
+                new = _load_staged(staged_new)
+                set_paper_vectors(settings, paper_id, new, j.get("model"))
+                want = set(new.get("ids") or [])
         else:
             set_paper_vectors(settings, paper_id, None, None)
         with contextlib.suppress(FileNotFoundError):
@@ -295,13 +316,30 @@ def replay(settings, store, j: dict, *, committed: bool | None = None) -> dict:
         elif j["op"] == "ingest" and not j.get("had_raw") and target.exists():
             target.unlink()  # the new file was placed; no old one existed
         old = _load_staged(staged_old) if staged_old and staged_old.exists() else None
-        set_paper_vectors(settings, paper_id, old, j.get("model"))
+        added = _load_staged(staged_new)["ids"] if staged_new and staged_new.exists() else []
+        set_paper_vectors(settings, paper_id, old, j.get("model"), drop_ids=added)
+        want = set((old or {}).get("ids") or [])
         action = "rolled back"
+    if want is not None:
+        _check_vectors(settings, paper_id, want)
     for f in (staged_old, staged_new):
         if f is not None:
             with contextlib.suppress(FileNotFoundError):
                 f.unlink()
     return {"op": j["op"], "paper": paper_id, "action": action}
+
+
+def _check_vectors(settings, paper_id: str, want: set[str]) -> None:
+    """After a replay: Chroma holds exactly ``want`` for ``paper_id``, or an error (so the
+    journal stays and the next run replays it again).  Why: a Chroma that failed mid-write
+    (a full disk: "Error in compaction") can report an undo done and still hold the vectors,
+    leaving a paper in Chroma that SQLite does not have."""
+    col = raw_passages(settings)
+    have = set(col.get(where={"paper": paper_id}, include=[])["ids"]) if col is not None else set()
+    if have != want:
+        raise EpistemeError(f"Chroma holds {len(have)} vectors of {paper_id} after the "
+                            f"recovery, not the {len(want)} expected; the next ingest, remove "
+                            "or `episteme rebuild` tries again")
 
 
 def commit_paper(settings, store, vectors, prepared: Prepared, tmp: Path) -> None:
@@ -316,14 +354,21 @@ def commit_paper(settings, store, vectors, prepared: Prepared, tmp: Path) -> Non
     tmpdir = tmp_dir(settings)
     old_file, new_file = tmpdir / f"old.{nonce}.npz", tmpdir / f"new.{nonce}.npz"
     saved = vectors.paper_vectors(paper_id)
-    stage_vectors(old_file, saved)
-    stage_vectors(new_file, {"ids": prepared.ids, "embeddings": prepared.embeddings,
-                              "metadatas": prepared.metadatas, "documents": prepared.documents})
     journal = {"op": "ingest", "paper": paper_id, "sha256": prepared.paper.sha256,
                "ingested_at": prepared.paper.ingested_at, "tmp": str(tmp),
                "backup": str(backup), "had_raw": target.exists(), "model": vectors.model_name,
                "old_vectors": str(old_file), "new_vectors": str(new_file)}
-    record_journal(settings, journal)
+    try:  # nothing is changed yet: a full disk here leaves no file behind
+        stage_vectors(old_file, saved)
+        stage_vectors(new_file, {"ids": prepared.ids, "embeddings": prepared.embeddings,
+                                  "metadatas": prepared.metadatas, "documents": prepared.documents})
+        record_journal(settings, journal)
+    except OSError as e:
+        for f in (old_file, new_file):
+            with contextlib.suppress(OSError):
+                f.unlink()
+        raise write_error(e, Path(e.filename).name if e.filename else "the ingest journal",
+                          f"nothing of {paper_id} was stored") from e
     crash_point("ingest:journal")
     committed = False
     store.begin()
@@ -353,15 +398,18 @@ def commit_paper(settings, store, vectors, prepared: Prepared, tmp: Path) -> Non
                 replay(settings, store, journal, committed=False)
                 clear_ingest_journal(settings)
             except Exception as e:  # the journal stays: the next run finishes the undo
-                errors.append(f"undoing the ingest failed ({e}); the next ingest or "
-                              "`episteme rebuild` repairs it")
-        for msg in errors:
-            print(f"warning: {msg}", file=sys.stderr)
+                errors.append(f"undoing the ingest failed ({type(e).__name__}: {e}); the next "
+                              "ingest, remove or `episteme rebuild` finishes the undo")
         if isinstance(exc, Exception) and not isinstance(exc, EpistemeError):
             # a store failure (Chroma server gone, disk full...): one clear line, not a traceback
+            if errors:
+                raise EpistemeError(f"ingest of {paper_id} failed ({type(exc).__name__}: {exc}); "
+                                    f"{errors[0]}") from exc
             raise EpistemeError(
                 f"ingest of {paper_id} failed and was undone: {type(exc).__name__}: {exc}"
             ) from exc
+        for msg in errors:
+            print(f"warning: {msg}", file=sys.stderr)
         raise
     clear_ingest_journal(settings)
     crash_point("ingest:journal-cleared")

@@ -43,7 +43,7 @@ from .prepare import (
     Prepared,
     prepare_split,
     split_paper,
-    tmp_dir,
+    write_temp_copy,
 )
 from .workers import prepare_job, split_job, worker_init, worker_model
 
@@ -134,15 +134,8 @@ def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
 
     if "chromadb" not in sys.modules:
         threading.Thread(target=_warm_chroma, name="warm-chroma", daemon=True).start()
-    fd_tmp = None
-    tmp = tmp_dir(settings) / f"{paper_id}.{os.getpid()}.{time.time_ns()}.tmp"
+    tmp = write_temp_copy(settings, paper_id, data)
     try:
-        fd_tmp = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        with os.fdopen(fd_tmp, "wb") as f:
-            fd_tmp = None
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
         if check is not None:
             check()
         prepared = _prepare(settings, paper_id, tmp, sha, embedder, use_outline=use_outline,
@@ -168,8 +161,6 @@ def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
             if paper_id != given:
                 out["given_name"] = given
     finally:
-        if fd_tmp is not None:
-            os.close(fd_tmp)
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
     out["seconds"] = round(time.monotonic() - started, 2)

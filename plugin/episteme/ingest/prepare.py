@@ -9,10 +9,13 @@ no lock, and what it returns pickles.
 from __future__ import annotations
 
 import datetime as dt
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import EpistemeError
+from ..fsutil import write_error, write_new_file
 from ..paper import PaperSection
 from .sentences import sentence_rows
 
@@ -50,6 +53,19 @@ def tmp_dir(settings) -> Path:
     d.mkdir(parents=True, exist_ok=True)
     return d
 
+
+
+def write_temp_copy(settings, paper_id: str, data: bytes) -> Path:
+    """The PDF's bytes in a private temp file (what is split, then renamed into ``raw/``),
+    fsynced, with the mode of the raw file it will replace.  A full disk: the partial copy is
+    removed and a :class:`~episteme.errors.WriteError` says nothing was stored."""
+    try:
+        tmp = tmp_dir(settings) / f"{paper_id}.{os.getpid()}.{time.time_ns()}.tmp"
+        write_new_file(tmp, data, mode_of=settings.raw_dir / paper_id)
+    except OSError as e:
+        raise write_error(e, f"a temp copy of {paper_id} under .episteme/tmp",
+                          "nothing was stored") from e
+    return tmp
 
 
 def split_paper(pdf: Path, *, use_outline: bool, max_pages, max_bytes):

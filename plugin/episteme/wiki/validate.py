@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
@@ -53,7 +54,8 @@ def resolve_page(wiki: str | os.PathLike, page: str) -> tuple[str, Path]:
     if len(parts) == 1 and is_structural(rel):
         raise UsageError(f"{rel} is a structural wiki file, not a page")
     path = safe_join(wiki, rel)
-    _refuse_case_twin(wiki, rel)
+    if not path.exists() or _CASE_BLIND_DISKS:  # on Linux an existing exact name is itself
+        _refuse_case_twin(wiki, rel)
     if path.exists() and not path.is_file():
         raise UsageError(f"page path is not a file: {rel}")
     if not path.exists() and (len(parts) > 2 or not all(SLUG_RE.match(part) for part in parts)):
@@ -63,6 +65,10 @@ def resolve_page(wiki: str | os.PathLike, page: str) -> tuple[str, Path]:
             f"and hyphens (got {page!r}; try {suggestion!r})"
         )
     return rel, path
+
+
+# macOS and Windows disks ignore letter case by default: there an existing name may be a twin
+_CASE_BLIND_DISKS = sys.platform in ("darwin", "win32")
 
 
 def _refuse_case_twin(wiki: str | os.PathLike, rel: str) -> None:
