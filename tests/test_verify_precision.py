@@ -164,3 +164,22 @@ def test_a_tables_language_pair_is_read_with_its_own_direction():
     assert lang_pair("Tagalog-English") == lang_pair("tl-en") == ("tl", "en")
     assert lang_pair("to-do") is None and lang_pair("no-go") is None
     assert entity_key("Swahili-to-English") == entity_key("sw-en") != entity_key("en-sw")
+
+
+def test_a_reason_reads_the_same_in_every_process():
+    """The roles-swapped reason names the claim's first swapped word, whatever the string hash
+    seed (it once followed a set's order, so two runs of the same trace printed two reasons)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("from episteme.query.verify.polarity import role_swap; print(role_swap("
+            "'The generator uses maxout units and the discriminator uses rectifier units.', "
+            "'The generator nets used rectifier activations and the discriminator net used maxout "
+            "activations.'))")
+    plugin = str(Path(__file__).resolve().parent.parent / "plugin")
+    got = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={**os.environ, "PYTHONHASHSEED": str(seed), "PYTHONPATH": plugin}).stdout
+           for seed in (1, 2, 3, 4)}
+    assert got == {"the claim ties maxout to generator; the passage ties it to discriminator\n"}

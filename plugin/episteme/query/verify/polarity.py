@@ -185,10 +185,10 @@ def role_swap(claim: str, sent: str) -> str | None:
                              for v in shared))
     if len(anchors) < 2:
         return None
-    # in the claim's order (a set's order follows the process's hash seed, and the reason
-    # names the first word that differs: the same claim must get the same reason every run)
-    attrs = list(dict.fromkeys(w for w, _ in ct if w in shared and w not in anchors
-                               and w.isalpha() and len(w) >= 4))
+    # in the claim's word order: the reason names the same word in every process (a set's order
+    # follows the string hash seed)
+    attrs = list(dict.fromkeys(w for w, _i in ct if w in shared and w not in anchors and w.isalpha()
+                               and len(w) >= 4))
 
     def bind(text):
         """Each shared word → the sibling word of its clause (a clause without one takes

@@ -289,7 +289,8 @@ class Verifier:
             code, text, pos = bound
             sa, sb = sentence_of(ev.text, pos)
             return outcome(CONTRADICTED, code, text, c.best, (sa, sb), c.order, c.cands,
-                           compared=(c.claim, ev.text[sa:sb].strip()))
+                           compared=(", ".join(fmt_num(n) for n in c.cnums) or c.claim,
+                                     ev.text[sa:sb].strip()))
         a, b, share = best_sentence(ev.text, c.cterms, prose=True)
         if share >= self.tuning.topic_cover:
             swap = role_swap(c.claim, ev.text[a:b])
