@@ -173,11 +173,14 @@ def test_written_wiki_is_clean_then_corruptions_are_found_at_their_lines(written
     p2.write_text(text, encoding="utf-8")
     report = claims_lint(written_wiki)
     found = [f for f in report.findings if f.rule.startswith("claim-")]
-    assert {f.rule for f in found} == {"claim-contradicted"}, [f.message for f in found]
-    assert len(found) == 2
+    assert len(found) == 2, [f.message for f in found]
     by_claim = {f.data["claim"]: f for f in found}
-    assert any("31.7" in c for c in by_claim)
-    assert any("26.1" in c for c in by_claim)
+    # the copied quote with a changed number is aligned beyond doubt: an error; the sentence in
+    # the writer's own words with a wrong number is a "check this" warning (precision first:
+    # on agent-written prose no such red mark was right, benchmarks/RESULTS-prose.md)
+    assert next(f for c, f in by_claim.items() if "31.7" in c).rule == "claim-contradicted"
+    own = next(f for c, f in by_claim.items() if "26.1" in c)
+    assert own.rule == "claim-check" and own.severity == "warning" and "check this" in own.message
     for f in found:
         lines = (written_wiki / f.file).read_text(encoding="utf-8").split("\n")
         assert f.data["claim"][:30] in lines[f.line - 1]
@@ -306,20 +309,27 @@ def test_write_time_check_and_strict(written_wiki: Path):
     s = wiki_settings(written_wiki)
     ok = check_body(s, "The Transformer (big) reaches 28.4 BLEU on WMT 2014 English-to-German.\n", [ATT])
     assert ok == []
-    bad = check_body(s, "The Transformer (big) reaches 21.4 BLEU on WMT 2014 English-to-German.\n", [ATT])
-    assert [f["rule"] for f in bad] == ["claim-contradicted"]
+    own = check_body(s, "The Transformer (big) reaches 21.4 BLEU on WMT 2014 English-to-German.\n", [ATT])
+    assert [f["rule"] for f in own] == ["claim-check"]  # own wording: "check this", not an error
+    # a near copy of the paper's sentence with the value changed is an error (and --strict refuses it)
+    near = next(ln for p in sorted(written_wiki.rglob("*.md"))
+                for ln in p.read_text(encoding="utf-8").splitlines()
+                if "state-of-the-art BLEU score of 28.4" in ln)
+    near = near.lstrip("> -").strip().strip("\u201c\u201d\"").replace("28.4", "21.4")
+    near = near.split("\u201d")[0].split("(§")[0].strip()
+    bad = check_body(s, near + "\n", [ATT])
+    assert [f["rule"] for f in bad] == ["claim-contradicted"], (near, bad)
     assert bad[0]["evidence"]["paper"] == ATT
     env = {k: v for k, v in os.environ.items() if k not in ("WIKI_PATH", "SQLITE_PATH", "CHROMA_PATH")}
     script = str(REPO / "plugin" / "scripts" / "write_section.py")
     args = [sys.executable, script, "--wiki", str(written_wiki), "--page", "results", "--title", "Results",
             "--description", "d", "--source", ATT]
-    strict = subprocess.run([*args, "--strict"], input="The Transformer (big) reaches 21.4 BLEU on WMT 2014 "
-                            "English-to-German.\n", capture_output=True, text=True, env=env, timeout=300)
+    strict = subprocess.run([*args, "--strict"], input=near + "\n", capture_output=True, text=True, env=env,
+                            timeout=300)
     assert strict.returncode == 1, strict.stdout + strict.stderr
     assert not (written_wiki / "results.md").exists()
     assert "21.4" in strict.stdout and "contradicted" in strict.stdout
-    loose = subprocess.run(args, input="The Transformer (big) reaches 21.4 BLEU on WMT 2014 English-to-German.\n",
-                           capture_output=True, text=True, env=env, timeout=300)
+    loose = subprocess.run(args, input=near + "\n", capture_output=True, text=True, env=env, timeout=300)
     assert loose.returncode == 0, loose.stderr
     out = json.loads(loose.stdout)
     assert out["status"] == "created"

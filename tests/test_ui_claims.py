@@ -25,11 +25,11 @@ def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, t
     with LiveServer(wiki_settings(wiki), warm=False) as srv:
         page.goto(srv.url + "/#/wiki/" + rel)
         page.wait_for_selector('#claims-status[data-state="done"]', timeout=120_000)
-        marks = page.locator("mark.claim-mark.contradicted")
+        marks = page.locator("mark.claim-mark.check")  # own wording: "check this", not an error
         assert marks.count() >= 1, page.inner_text("#claims-status")
         marked = " ".join(marks.all_inner_texts())
         assert "26.1" in marked and "English-to-German" in marked
-        assert "contradicted" in page.inner_text("#claims-status")
+        assert "to check" in page.inner_text("#claims-status")
         assert page.evaluate("window.__pwned") is None
         # the invented sentence is marked too, as unsupported: its own colour and label
         unsup = page.locator("mark.claim-mark.unsupported")
@@ -38,12 +38,12 @@ def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, t
         assert "unsupported" in page.inner_text(f'.claim-badge[data-flag="{u_no}"]')
         assert page.evaluate("""() => getComputedStyle(document.querySelector('mark.claim-mark.unsupported'))
             .borderBottomStyle""") != page.evaluate("""() => getComputedStyle(document.querySelector(
-            'mark.claim-mark.contradicted')).borderBottomStyle""")
+            'mark.claim-mark.check')).borderBottomStyle""")
         assert page.locator("#page img").count() == 0
 
         flag_no = marks.first.get_attribute("data-flag")
         badge = page.locator(f'.claim-badge[data-flag="{flag_no}"]')
-        assert "contradicted" in badge.inner_text()  # a text label beside the colour
+        assert "check this" in badge.inner_text()  # a text label beside the colour
         tip_id = badge.get_attribute("aria-describedby")
         tip = page.locator(f"#{tip_id}")
         assert tip.get_attribute("role") == "tooltip"
@@ -53,7 +53,7 @@ def test_a_contradicted_sentence_is_marked_with_its_evidence(written_template, t
         marks.first.hover()
         tip.wait_for(state="visible")
         text = tip.inner_text()
-        assert "Contradicted" in text and ATTENTION in text and "28.4" in text, text
+        assert "Check this" in text and ATTENTION in text and "28.4" in text, text
         assert "p. " in text
         page.screenshot(path=str(SHOTS / "11-wiki-claims.png"), full_page=False)
         page.mouse.move(5, 5)

@@ -84,6 +84,8 @@ RULES: dict[str, Rule] = {
     "store-unknown-source": Rule("error", "an index.json source that is not a paper in SQLite"),
     # claims (--claims; episteme.lint.claims_run)
     "claim-contradicted": Rule("error", "a sentence of a section that its own source papers contradict"),
+    "claim-check": Rule("warning", "a sentence its source papers may contradict, where the rules could not "
+                                   "align the two with confidence: check it (never an error)"),
     "claim-unsupported": Rule("warning", "a sentence of a section that no passage of its source papers states"),
     "claim-misquoted": Rule("warning", "a quote not found verbatim in the section's sources"),
 }

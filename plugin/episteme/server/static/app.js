@@ -508,6 +508,7 @@
   // textContent: it quotes papers, which are untrusted.
   const CLAIM_KINDS = {
     "claim-contradicted": { cls: "contradicted", icon: "\u2716", label: "contradicted" },
+    "claim-check": { cls: "check", icon: "!", label: "check this" },
     "claim-unsupported": { cls: "unsupported", icon: "?", label: "unsupported" },
     "claim-misquoted": { cls: "misquoted", icon: "\u201d", label: "misquoted" },
   };
@@ -537,7 +538,8 @@
       (s.quotes_located ? " (" + s.quotes_located + " quotes found verbatim)." : ".");
     else {
       text = found.length + " sentence" + (found.length > 1 ? "s" : "") + " flagged of " + (s.checked || found.length) +
-        " checked: " + n("claim-contradicted") + " contradicted, " + n("claim-unsupported") + " unsupported" +
+        " checked: " + n("claim-contradicted") + " contradicted, " +
+        (n("claim-check") ? n("claim-check") + " to check, " : "") + n("claim-unsupported") + " unsupported" +
         (n("claim-misquoted") ? ", " + n("claim-misquoted") + " misquoted" : "") + ".";
       if (unplaced) text += " " + unplaced + " listed below their section (not found in the rendered text).";
     }
