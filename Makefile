@@ -32,7 +32,8 @@ test: setup
 test-portable:
 	PYTHONPATH=tests/helpers/no_fork_no_fcntl:plugin $(VENV)/bin/python -m pytest -q -p no:xdist \
 		tests/test_graph.py tests/test_graph_lean.py tests/test_pages.py tests/test_querylang.py \
-		tests/test_lint.py tests/test_wiki_model.py tests/test_wikiindex.py tests/test_wikiwrite.py
+		tests/test_lint.py tests/test_wiki_model.py tests/test_wikiindex.py tests/test_wikiwrite.py \
+		tests/test_wikibatch_hostile.py
 
 # requirements.lock: the user venv's dependency set, pinned for every platform (setup_env.py
 # installs it with --no-deps: no resolver).  Run after changing the dependencies in pyproject.toml;

@@ -273,6 +273,27 @@ def test_full_disk_during_ingest_is_one_error_line_and_the_next_run_works(after,
     assert lint.returncode == 0, lint.stdout[-2000:]
 
 
+def test_too_little_free_space_refuses_an_ingest_before_it_changes_anything(crash_template,
+                                                                          tmp_path):
+    """A commit asks for free space first (on a nearly full disk Chroma fails mid-write or
+    hangs: benchmarks/full_disk.py): a payload the disk cannot hold is one WriteError naming the
+    free space, nothing stored; a small one passes."""
+    import shutil
+
+    from episteme.errors import WriteError
+    from episteme.ingest.commit import MIN_FREE_BYTES, ensure_free_space
+
+    wiki = tmp_path / "wiki"
+    shutil.copytree(crash_template["wiki"], wiki)
+    s = wiki_settings(wiki)
+    free = shutil.disk_usage(s.data_dir).free
+    with pytest.raises(WriteError, match="not enough free space") as info:
+        ensure_free_space(s, free)
+    assert info.value.errno == 28 and "nothing was stored" in info.value.message
+    if free > 2 * MIN_FREE_BYTES:
+        ensure_free_space(s, 1024)
+
+
 def test_force_write_and_reruns_never_duplicate_sections(crash_template, tmp_path):
     import shutil
 

@@ -22,13 +22,14 @@ recovery.  The preparation before it (read, split, embed) is elsewhere
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import EpistemeError, NotFoundError
+from ..errors import EpistemeError, NotFoundError, WriteError
 from ..fsutil import (
     clear_journal,
     crash_point,
@@ -342,6 +343,40 @@ def _check_vectors(settings, paper_id: str, want: set[str]) -> None:
                             "or `episteme rebuild` tries again")
 
 
+# Free space an ingest commit asks for before it changes anything (issue 36: on a full disk
+# Chroma fails mid-write -- "Error in compaction" -- or waits forever; measured with
+# benchmarks/full_disk.py on a 64 MB tmpfs: with 0.9 MB free Chroma hung, with 1.2 MB it failed,
+# with 2.5 MB a 0.6 MB paper went in).  A floor, plus a multiple of what the paper adds (its PDF,
+# the staged old and new vectors, Chroma's and SQLite's copies of its passages).
+MIN_FREE_BYTES = 16 * 1024 * 1024
+FREE_PER_PAYLOAD_BYTE = 4
+
+
+def ensure_free_space(settings, payload_bytes: int) -> None:
+    """Refuse (nothing changed, one clear line) when the wiki's disk has less free space than an
+    ingest of ``payload_bytes`` needs (:data:`MIN_FREE_BYTES` + :data:`FREE_PER_PAYLOAD_BYTE`
+    per byte): better than a store failing half-way, or Chroma hanging, on a full disk."""
+    import shutil
+
+    need = MIN_FREE_BYTES + FREE_PER_PAYLOAD_BYTE * max(0, int(payload_bytes))
+    try:
+        free = shutil.disk_usage(settings.data_dir if settings.data_dir.exists() else settings.wiki).free
+    except OSError:
+        return  # cannot tell: let the write itself say
+    if free < need:
+        raise WriteError(f"not enough free space on the wiki's disk for this ingest "
+                         f"({free // 1024} KB free, about {need // 1024} KB needed); nothing "
+                         "was stored: free some space and run it again",
+                         errno=errno.ENOSPC)
+
+
+def payload_size(prepared: Prepared, tmp: Path | None) -> int:
+    """What one paper adds to the stores, roughly: its PDF, its vectors and passage texts."""
+    emb = getattr(prepared.embeddings, "nbytes", 0) or 0
+    pdf = tmp.stat().st_size if tmp is not None and tmp.exists() else 0
+    return int(pdf + emb + sum(len(d) for d in prepared.documents))
+
+
 def commit_paper(settings, store, vectors, prepared: Prepared, tmp: Path) -> None:
     """Change raw/, Chroma and SQLite for one paper, journalled (see above); any exception undoes
     every change (and a crash is undone or finished by the next :func:`reconcile`).  Caller
@@ -353,6 +388,7 @@ def commit_paper(settings, store, vectors, prepared: Prepared, tmp: Path) -> Non
     backup = raw_dir / f".{paper_id}.{nonce}.bak"
     tmpdir = tmp_dir(settings)
     old_file, new_file = tmpdir / f"old.{nonce}.npz", tmpdir / f"new.{nonce}.npz"
+    ensure_free_space(settings, payload_size(prepared, tmp))
     saved = vectors.paper_vectors(paper_id)
     journal = {"op": "ingest", "paper": paper_id, "sha256": prepared.paper.sha256,
                "ingested_at": prepared.paper.ingested_at, "tmp": str(tmp),

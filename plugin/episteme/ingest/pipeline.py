@@ -27,6 +27,7 @@ from .commit import (
     clean_temps,
     clear_ingest_journal,
     commit_paper,
+    ensure_free_space,
     is_unchanged,
     paper_json,
     pending_journal,
@@ -134,6 +135,7 @@ def ingest_paper(settings, pdf_path: str | os.PathLike, *, force: bool = False,
 
     if "chromadb" not in sys.modules:
         threading.Thread(target=_warm_chroma, name="warm-chroma", daemon=True).start()
+    ensure_free_space(settings, len(data))  # before minutes of embedding, not after
     tmp = write_temp_copy(settings, paper_id, data)
     try:
         if check is not None:
