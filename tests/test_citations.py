@@ -183,4 +183,4 @@ def test_written_paper_pages_link_their_citations(ingested_wiki: Path, papers_di
     assert not [f for f in lint["findings"] if "Citations" in json.dumps(f)
                 and f["rule"].startswith("claim-")]
     again = json.loads(run("citations", "--write").stdout)
-    assert again["written"] == {"updated": [], "created": []}
+    assert again["written"] == {"updated": [], "created": [], "pages": []}

@@ -57,8 +57,11 @@ def grown(tmp_path_factory, embedder):
         return out
 
     mp = pytest.MonkeyPatch()
-    mp.setattr(index, "parse_index_md", counting_parse)
-    mp.setattr(edit, "parse_index_md", counting_parse)
+    from episteme.wiki import indexfiles, upkeep
+
+    for mod in (index, edit, indexfiles, upkeep):  # every module of the write path that reads it
+        if hasattr(mod, "parse_index_md"):
+            mp.setattr(mod, "parse_index_md", counting_parse)
     mp.setattr(edit, "find_section", counting_find)
     mp.setattr(wikisearch.WikiSectionIndex, "refresh", counting_refresh)
     per_paper = []
@@ -118,7 +121,10 @@ def test_refresh_after_a_write_reads_only_that_papers_rows(grown):
     with WikiSectionIndex(grown["settings"], embedder=grown["embedder"]) as idx:
         first = idx.refresh()
         again = idx.refresh()
-    assert first["pages_read"] > 0  # the last write's pages
+    # the writer refreshes the index as it writes (the first question is as fast as the next),
+    # so a refresh after the last write has nothing left to read
+    assert any(r["pages_read"] > 0 for p in pp for r in p["refreshes"])
+    assert first["pages_read"] == 0
     assert again == {**again, "pages_read": 0, "rows_read": 0, "added": 0, "updated": 0,
                      "removed": 0, "index_md_read": False}
     assert again["unchanged"] == total

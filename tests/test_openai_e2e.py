@@ -226,7 +226,7 @@ def test_cli_chat_as_the_mcp_tool_runs_it_uses_the_configured_model(written_temp
     monkeypatch.setenv("LLM_BASE_URL", fake_openai.base_url)
     r = run_command(["chat", ATTENTION_Q, "--wiki", str(wiki)])
     assert r["mode"] == "claude" and r["model"] == LABEL and r["answer"] == said
-    assert any("Moon" in c for c in r["unsupported_claims"])
+    assert any("Moon" in c["claim"] for c in r["claims"] if c["verdict"] == "unsupported")
     assert ATTENTION_Q in fake_openai.requests[0].text()
 
 

@@ -146,8 +146,11 @@ def test_indexes_pages_and_log_agree(writer_stages):
         assert check_index_consistency(wiki) == [], stage
         assert pending_write(wiki) is None
     wiki = writer_stages / "after_bert"
-    entries, problems = read_log(wiki)
+    everything, problems = read_log(wiki)
     assert problems == []
+    # each paper's write is one "ingest" entry; the Citations sections written after it, "citations"
+    assert {e.op for e in everything} <= {"ingest", "citations"}
+    entries = [e for e in everything if e.op == "ingest"]
     assert [(e.op, e.subject, e.date) for e in entries] == [("ingest", ATTENTION, DATE), ("ingest", BERT, DATE)]
     bert = _load(writer_stages, "after_bert")
     assert entries[1].items["created"] == bert["new_sections"]
@@ -208,8 +211,10 @@ def test_graph_query_connects_the_two_papers(writer_stages):
     assert out["paths"] and out["length"] <= 3
     path = out["paths"][0]
     assert path[0] == ATT_PAGE and path[-1] == BERT_PAGE
-    # through a topic page: the paper pages link to their topics, the topics to related ones
-    assert not path[1].startswith("papers/")
+    # BERT cites the Transformer paper: its Citations section links the two paper pages directly
+    assert len(path) == 2
+    bert_text = (wiki / BERT_PAGE).read_text(encoding="utf-8")
+    assert "## Citations" in bert_text and "**Cites (in this wiki):** [[" in bert_text
 
 
 def test_same_input_gives_a_byte_identical_wiki(writer_stages, tmp_path, embedder):

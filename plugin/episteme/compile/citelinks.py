@@ -136,7 +136,7 @@ def update_citation_sections(settings, *, papers: Iterable[str] | None = None,
         if current is None and not body:
             continue  # nothing to say: no section (an empty one would only be noise)
         changes.append((pid, rel, current.id if current else None, body, sources, fields))
-    out: dict[str, Any] = {"updated": [], "created": []}
+    out: dict[str, Any] = {"updated": [], "created": [], "pages": []}
     if not changes:
         return out
     with WikiWriter(wiki, op="citations", subject=", ".join(c[0] for c in changes),
@@ -156,4 +156,6 @@ def update_citation_sections(settings, *, papers: Iterable[str] | None = None,
                 res = w.create_section(rel, title=CITATIONS_TITLE, description=desc, body=body,
                                        sources=sources)
                 out["created"].append(res.section_id)
+            if rel not in out["pages"]:
+                out["pages"].append(rel)
     return out

@@ -21,10 +21,10 @@ from __future__ import annotations
 from typing import Any
 
 #: top-level keys of a chat result kept in the compact form, in this order (when present)
-CHAT_KEYS = ("question", "answer", "mode", "covered", "abstained", "wiki_sections_used",
+CHAT_KEYS = ("question", "answer", "mode", "model", "covered", "abstained", "wiki_sections_used",
              "closest_topics", "dropped_claims", "note", "warning", "trace_error")
 #: top-level keys of a trace result kept in the compact form, besides ``claims`` and ``counts``
-TRACE_KEYS = ("verifier", "note", "warning")
+TRACE_KEYS = ("verifier", "model", "note", "warning")
 
 
 def add_output_options(parser: Any) -> None:
