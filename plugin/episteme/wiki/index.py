@@ -6,7 +6,9 @@ the tracer), and ``log.md`` tells a reader what happened when.  None of them is 
 every entry can be rederived from the section markers in the pages (see
 ``wikiwrite.rebuild_indexes``), which is what makes a crash between writes recoverable.
 
-Layouts (one entry per section, ordered by section number so rebuilding is deterministic)::
+``index.md`` opens with a table of contents for readers (``# Papers``, ``# Topics``: every
+page as a ``[[link]]`` with one line, :func:`refresh_contents`), then ``# Section map``, the
+writer's entries (one per section, ordered by section number so rebuilding is deterministic)::
 
     ## sec_002
     Multi-head attention: parallel projection heads, concatenation.
@@ -325,26 +327,37 @@ def render_contents(pages: Iterable[ContentsPage]) -> str:
     return "\n".join(lines) + "\n"
 
 
+_FIRST_ENTRY = re.compile(r"^##[ \t]+sec_\d{3,}[ \t]*$", re.M)
+
+
 def refresh_contents(wiki: str | os.PathLike) -> bool:
     """Rewrite the contents at the top of ``index.md`` from the pages (their frontmatter) and
-    the section map (each page's first section's description), keeping the section map as it
-    is.  Returns False (and writes nothing) when unchanged or when ``index.md`` is missing.
-    Call it under ``wiki_lock``, after a write has finished (the writers do)."""
+    the section map (each page's first section's description), keeping the section map byte
+    for byte.  Returns False (and writes nothing) when unchanged or when ``index.md`` is
+    missing.  Call it under ``wiki_lock``, once a write has finished (the writers do, once per
+    command).  Cost: one frontmatter scan of the pages and one pass over the map's lines --
+    linear in the wiki, like ``lint``; the map is not parsed into entries."""
     from .scan import scan
 
     path = Path(wiki) / INDEX_MD
     text = read_text_or_none(path)
     if text is None:
         return False
-    idx = parse_index_md(text)
+    m = _FIRST_ENTRY.search(text)
+    section_map = text[m.start():] if m else ""
     first: dict[str, str] = {}
-    for sid in sorted(idx.entries, key=section_sort_key):
-        e = idx.entries[sid]
-        first.setdefault(e.page, e.description)
+    desc: list[str] = []
+    for line in section_map.splitlines():  # each entry: heading, description lines, Page:, Source:
+        if line.startswith("## "):
+            desc = []
+        elif line.startswith("Page:"):
+            first.setdefault(line[5:].strip(), " ".join(desc))
+        elif line.strip() and not line.startswith("Source"):
+            desc.append(line.strip())
     pages = [ContentsPage(p.id, p.props or {}, first.get(p.id, ""))
              for p in scan(wiki, lines=False).pages if not p.fm_error]
-    idx.header = render_contents(pages)
-    new = idx.render()
+    header = render_contents(pages)
+    new = join_index_md(header, [section_map] if section_map else [])
     if new == text:
         return False
     atomic_write_text(path, new)
