@@ -65,3 +65,42 @@ def test_a_heading_that_names_no_topic_never_gets_a_top_level_page():
     items = [TopicItem(None, "Untitled", 5000), TopicItem("2", "Paxos", 100)]
     groups = fold_groups(items, _generic)
     assert keep_top_level(groups, items, [False, False], limit=1, eligible=[False, True]) == [False, True]
+
+
+def test_a_first_paper_with_only_framing_sections_is_no_orphan(tmp_path):
+    """A paper whose every section frames it (Introduction, Discussion, Conclusion) written
+    first into an empty wiki: its page has no topic and no wiki page to link to, so its longest
+    section becomes a page under it; the written wiki lints clean (it was a page-orphan error
+    on the library benchmark, issue 35)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from pdfgen import Paper, Section, make_paper_pdf
+
+    text = ("Harbour records are long and the stations that keep them change their instruments "
+            "over the decades, so every comparison first has to align the records. ")
+    paper = Paper(title="Notes on Harbour Records", authors=["Mira Okafor"], affiliations=["Portsmouth"],
+                  abstract="We discuss harbour records. " + text,
+                  sections=[Section("1", "Introduction", [text * 4]), Section("2", "Discussion", [text * 6]),
+                            Section("3", "Conclusion", [text * 2])])
+    pdf = make_paper_pdf(tmp_path / "notes.pdf", paper)
+    repo = Path(__file__).resolve().parent.parent
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("WIKI_", "SQLITE_", "CHROMA_"))}
+    env["PYTHONPATH"] = str(repo / "plugin")
+    wiki = tmp_path / "wiki"
+
+    def cli(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "episteme.cli", *args], capture_output=True, text=True,
+                              env=env, timeout=600)
+
+    p = cli("ingest", str(pdf), "--wiki", str(wiki), "--write", "--writer", "extractive", "--no-progress")
+    assert p.returncode == 0, p.stderr
+    under = sorted(r.relative_to(wiki).as_posix() for r in (wiki / "papers").glob("notes-on-harbour-records-*.md"))
+    assert under == ["papers/notes-on-harbour-records-discussion.md"], under
+    assert "[[papers/notes-on-harbour-records-discussion|" in (wiki / "papers/notes-on-harbour-records.md").read_text(
+        encoding="utf-8")
+    lint = json.loads(cli("lint", "--wiki", str(wiki), "--format", "json").stdout)
+    assert lint["summary"]["errors"] == 0, [f for f in lint["findings"] if f["severity"] == "error"]

@@ -234,6 +234,15 @@ def plan_extractive(
     _shape_topics(p, topics, {t.page for t in children}, stem, finder)
     if not topics and not children:  # only framing sections: the page would link nowhere
         p.see_also = _nearest_pages(p, generic, finder)
+        own = [s for s in generic if s.kind != "abstract"]
+        if not p.see_also and own:  # nothing to link to yet: its longest section, a page under it
+            s = max(own, key=lambda x: (len(x.text), -x.ord))
+            generic.remove(s)
+            title, c = clean_title(s.title), p.picks[s.id]
+            t = _Topic(s, title, slugify(title, max_len=60), c.central, clean_tags(p.paper_topics[:2]), None,
+                       c.facts(), under_paper=True)
+            t.page = f"{PAPERS_FOLDER}/{slugify(f'{stem} {title}', max_len=80)}.md"
+            topics.append(t)
     _paper_page_decisions(p, topics, children, generic)
     _child_decisions(p, children)
     _topic_decisions(p, topics)
