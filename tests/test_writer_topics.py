@@ -104,3 +104,10 @@ def test_a_first_paper_with_only_framing_sections_is_no_orphan(tmp_path):
         encoding="utf-8")
     lint = json.loads(cli("lint", "--wiki", str(wiki), "--format", "json").stdout)
     assert lint["summary"]["errors"] == 0, [f for f in lint["findings"] if f["severity"] == "error"]
+
+
+def test_a_definitions_heading_only_organises_the_paper():
+    from episteme.compile.topics import organising_heading
+
+    assert organising_heading("Definitions") and organising_heading("Untitled")
+    assert not organising_heading("Definitions of Consistency") and not organising_heading("Paxos")

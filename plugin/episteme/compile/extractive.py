@@ -421,7 +421,9 @@ def _nearest_pages(p: _Paper, generic: list[PaperSection], finder: RelatedFinder
 def _heading_is_generic(title: str) -> bool:
     """Whether a heading (of a section or of its ancestor) frames or organises the paper."""
     probe = PaperSection(number=None, title=title, level=1, kind="body", page_start=0, page_end=0, text="")
-    return is_generic(probe) or is_framing(probe) or title == "Untitled"  # a paper without headings
+    from .topics import organising_heading
+
+    return is_generic(probe) or is_framing(probe) or organising_heading(title)  # "Untitled": no headings
 
 
 def _shape_topics(p: _Paper, topics: list[_Topic], taken: set[str], stem: str,

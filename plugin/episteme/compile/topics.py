@@ -39,6 +39,17 @@ MAX_NEW_TOPIC_PAGES = 3
 FOLD_WORDS = 3000
 
 
+#: headings that organise a paper without naming a topic, beyond naming's generic ones: a
+#: top-level page "definitions.md" (one paper's definitions) on the 73-paper library benchmark
+ORGANISING_HEADINGS = frozenset({"definition", "definitions", "terminology", "notation", "notations",
+                                 "untitled"})
+
+
+def organising_heading(title: str) -> bool:
+    """Whether a heading only organises the paper (:data:`ORGANISING_HEADINGS`)."""
+    return " ".join(title.lower().replace(":", " ").split()) in ORGANISING_HEADINGS
+
+
 @dataclass(frozen=True)
 class TopicItem:
     """What the rules read of one topic section: its number ("3.2", ``None`` when
