@@ -54,6 +54,36 @@ def quote_fidelity(wiki: Path, settings) -> tuple[int, int]:
     return ok, total
 
 
+def topic_sections(wiki: Path) -> list[tuple[str, str, list[str]]]:
+    """``(page, heading, sources)`` of every section on a top-level topic page (not a paper's
+    page or a page under it, nor the wiki's own index pages)."""
+    from episteme.wiki.edit import iter_page_paths
+    from episteme.wiki.sections import parse_page
+
+    out = []
+    for rel in iter_page_paths(wiki):
+        if "/" in rel or rel in ("index.md", "log.md", "SCHEMA.md", "home.md"):
+            continue
+        for sec in parse_page((wiki / rel).read_text(encoding="utf-8")).sections:
+            out.append((rel, sec.title, list(sec.sources)))
+    return out
+
+
+def all_caps_titles(wiki: Path) -> list[str]:
+    """Page and section headings written in capitals ("ENCODER", "INTRODUCTION"): every word in
+    capitals and one of them 7 letters or more (a dataset's acronyms, "PASCAL VOC", "MS COCO",
+    are its name)."""
+    from episteme.wiki.edit import iter_page_paths
+
+    out = []
+    for rel in iter_page_paths(wiki):
+        for title in re.findall(r"^#+ (.+)$", (wiki / rel).read_text(encoding="utf-8"), re.M):
+            words = re.findall(r"[A-Za-z]{2,}", title)
+            if words and all(w.isupper() for w in words) and max(map(len, words)) >= 7:
+                out.append(f"{rel}: {title}")
+    return out
+
+
 def snapshot(wiki: Path) -> str:
     from episteme.wiki.edit import iter_page_paths
 
@@ -130,6 +160,11 @@ def main() -> int:
     papers_connected = len({comp_of[i] for i in papers}) == 1
     edges = sum(len(e) for e in g.out_edges)
 
+    topic = topic_sections(wiki)
+    multi = [x for x in topic if len(x[2]) >= 2]
+    caps = all_caps_titles(wiki)
+    n_top = len({page for page, _, _ in topic})
+
     # determinism: the same papers into a fresh copy of the stores give the same bytes
     first = snapshot(wiki)
     wiki2 = work / "stores"
@@ -164,7 +199,15 @@ def main() -> int:
         f"| pages / links / connected components | {n} / {edges} / {comps} |",
         f"| every paper page reaches every other | {'yes' if papers_connected else 'no'} |",
         f"| second run from the same stores byte-identical | {'yes' if same else 'NO'} |",
+        f"| top-level topic pages per paper | {n_top / max(1, len(rows)):.2f} ({n_top} pages) |",
+        f"| topic sections drawing on >= 2 papers | {len(multi)}/{len(topic)} "
+        f"({100 * len(multi) / max(1, len(topic)):.1f} %) |",
+        f"| headings in ALL CAPS | {len(caps)} |",
     ]
+    if multi:
+        lines += ["", "Topic sections drawing on two or more papers (each merge labelled by hand in "
+                  "`benchmarks/writer_merge_labels.jsonl`):", ""]
+        lines += [f"- `{page}` {title!r}: {', '.join(srcs)}" for page, title, srcs in multi]
     report = "\n".join(lines) + "\n"
     print(report)
     Path(args.out).write_text(report, encoding="utf-8")

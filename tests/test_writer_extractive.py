@@ -118,7 +118,7 @@ def test_ingest_write_prints_the_seed_keys_and_second_paper_updates_first(writer
         assert out["sections_indexed"] > 20 and out["new_sections"]
         assert "llm_usage" not in out
     assert att["updated_sections"] == []
-    assert ATT_PAGE in att["wiki_pages_updated"] and "multi-head-attention.md" in att["new_pages"]
+    assert ATT_PAGE in att["wiki_pages_updated"] and "model-architecture.md" in att["new_pages"]
     # BERT merges only into Attention's topics, never into its result / setup pages (which
     # took the one merge an older writer made: both papers' "training data" setup sections);
     # the merge itself: test_a_topic_above_the_merge_threshold_joins_the_existing_section
@@ -164,14 +164,17 @@ def test_pages_have_graph_frontmatter_titles_and_tags(writer_stages):
     assert fm["title"] == "Attention Is All You Need" and fm["type"] == "paper"
     assert fm["sources"] == [ATTENTION] and str(fm["ingested_at"]) == DATE and str(fm["created"]) == DATE
     assert "Ashish Vaswani" in fm["authors"] and fm["tags"]
-    mha = _frontmatter(wiki / "multi-head-attention.md")
-    assert mha["title"] == "Multi-Head Attention" and mha["type"] == "method"  # a mechanism
+    # the Transformer's subsections are sections of its "Model Architecture" page (issue 35:
+    # fewer, broader topic pages), each under its own heading
+    mha = _frontmatter(wiki / "model-architecture.md")
+    assert mha["title"] == "Model Architecture" and mha["type"] == "method"  # a mechanism
     assert all(re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", t) for t in mha["tags"]) and mha["tags"]
-    text = (wiki / "multi-head-attention.md").read_text(encoding="utf-8")
-    assert "[[papers/attention-is-all-you-need|Attention Is All You Need]]" in text
+    text = (wiki / "model-architecture.md").read_text(encoding="utf-8")
+    assert "[[papers/attention-is-all-you-need|Attention Is All You Need]] (Vaswani et al., 2017)" in text
     assert "§3.2.2 Multi-Head Attention" in text
+    assert "Multi-Head Attention" in [s.title for s in parse_page(text).sections]
     paper_text = (wiki / ATT_PAGE).read_text(encoding="utf-8")
-    assert "[[multi-head-attention|Multi-Head Attention]]" in paper_text  # the paper lists its topics
+    assert "[[model-architecture|Model Architecture]]" in paper_text  # the paper lists its topics
     for rel in iter_page_paths(wiki):
         assert rel.startswith("papers/") or "/" not in rel
         assert re.fullmatch(r"(papers/)?[a-z0-9]+(-[a-z0-9]+)*\.md", rel), rel
@@ -341,11 +344,11 @@ def test_agent_flow_write_section_then_consistent(writer_stages, tmp_path):
     """The skill's write step: write_section.py with the body on stdin, sources checked."""
     wiki = _copy(writer_stages, "after_attention", tmp_path)
     mha = read_index_md(wiki).entries
-    sid = next(s for s, e in mha.items() if e.page == "multi-head-attention.md")
+    sid = next(s for s, e in mha.items() if e.page == "model-architecture.md" and e.description.startswith("Multi-Head Attention:"))
     body = f"BERT uses the same multi-head self-attention in every encoder layer. {BERT_LINK}\n"
     p = subprocess.run(
         [sys.executable, str(REPO / "plugin/scripts/write_section.py"), "--wiki", str(wiki),
-         "--page", "multi-head-attention", "--section-id", sid, "--source", BERT,
+         "--page", "model-architecture", "--section-id", sid, "--source", BERT,
          "--op", "ingest", "--subject", BERT],
         input=body, capture_output=True, text=True, timeout=120, env=_env(),
     )
@@ -511,7 +514,7 @@ def test_the_papers_own_experiments_are_pages_under_its_page(writer_stages):
     mt = "papers/attention-is-all-you-need-machine-translation.md"
     assert mt in children and not (wiki / "machine-translation.md").exists()
     # topics stay top-level pages of their own
-    assert _frontmatter(wiki / "multi-head-attention.md")["type"] in ("concept", "method")
+    assert _frontmatter(wiki / "model-architecture.md")["type"] in ("concept", "method")
     p = _cli("lint", "--wiki", str(wiki), "--format", "json")
     assert p.returncode == 0, p.stdout[-2000:]
     assert json.loads(p.stdout)["summary"]["errors"] == 0
@@ -575,13 +578,11 @@ def test_topic_pages_are_typed_and_tagged_from_what_they_hold(writer_stages):
     of the paper's topic words shared by several of its pages."""
     wiki = writer_stages / "after_bert"
     types = {rel: _frontmatter(wiki / rel)["type"] for rel in iter_page_paths(wiki)}
-    for rel in ("scaled-dot-product-attention.md", "positional-encoding.md", "encoder-and-decoder-stacks.md"):
-        assert types[rel] == "method", (rel, types[rel])
+    assert types["model-architecture.md"] == "method"
     for rel in ("why-self-attention.md", "unsupervised-feature-based-approaches.md",
-                "transfer-learning-from-supervised-data.md"):
+                "papers/bert-transfer-learning-from-supervised-data.md"):
         assert types[rel] == "concept", (rel, types[rel])
-    assert not (wiki / "papers/bert-transfer-learning-from-supervised-data.md").exists()
-    assert types["appendix-for-bert-pre-training-of-deep-bidirectional-transfo.md"] == "note"
+    assert types["papers/bert-appendix-for-bert-pre-training-of-deep-bidirectional-transformers-for-langu.md"] == "note"
     assert set(types.values()) >= {"paper", "method", "concept", "note", "result", "setup"}
     per_paper: dict[str, list[str]] = {}
     for rel in iter_page_paths(wiki):
@@ -595,8 +596,8 @@ def test_topic_pages_are_typed_and_tagged_from_what_they_hold(writer_stages):
             assert " ".join(tag.split("-")) in text, (rel, tag)
         for src in fm["sources"]:
             per_paper.setdefault(src, []).extend(fm["tags"])
-    for src, tags in per_paper.items():
-        assert max(tags.count(t) for t in tags) >= 3, (src, tags)
+    for src, tags in per_paper.items():  # (its subsections fold into fewer pages: two is "several")
+        assert max(tags.count(t) for t in tags) >= 2, (src, tags)
 
 
 def test_explanations_are_a_role_of_their_own(writer_stages):

@@ -82,6 +82,7 @@ from .naming import (
 )
 from .sentences import TOPIC_SENTENCES, Chosen, SectionKeys, choose_sentences, rank_sentences
 from .tags import keyphrases, topic_tags
+from .topics import EVIDENCE_SIMILARITY, attribution, quoted_text, shared_evidence
 
 TABLE_ROWS = 3  # key rows quoted per table
 MERGE_SIMILARITY = 0.6  # cosine (MiniLM) of key texts above which a topic joins an existing one
@@ -150,6 +151,9 @@ class _Topic:
     page: str = ""
     related: list[tuple[str, str]] = field(default_factory=list)  # (page, label)
     closest: tuple[float, str] | None = None  # best (similarity, section id) among candidates
+    under_paper: bool = False  # beyond the paper's budget of top-level pages: a page under its page
+    folded_into: str = ""  # the title of the topic whose page this subsection joins
+    evidence: list[str] = field(default_factory=list)  # the specific terms a merge rests on
 
 
 @dataclass
@@ -175,6 +179,8 @@ class _Paper:
     paper_topics: list[str] = field(default_factory=list)
     result_numbers: set[str] = field(default_factory=set)  # printed in its tables or abstract
     picks: dict[str, Chosen] = field(default_factory=dict)
+    cited_as: str = ""  # " (Vaswani et al., 2017)" after the paper's link in its paragraphs
+    see_also: list[tuple[str, str]] = field(default_factory=list)  # (page, title): its nearest pages
 
     def parents_of(self, s: PaperSection) -> list[str]:
         parts = (s.number or "").split(".")
@@ -185,7 +191,7 @@ class _Paper:
         """One paper section's paragraph: its quotes, its facts, its tables and figures."""
         from .objects import objects_paragraph, section_objects
 
-        para = f"From {self.paper_link}, {t.section.label} ({t.section.pages_label}):\n\n{quote_lines(t.sentences)}"
+        para = f"From {self.paper_link}{self.cited_as}, {t.section.label} ({t.section.pages_label}):\n\n{quote_lines(t.sentences)}"
         para += _facts_paragraph(self.picks[t.section.id])
         floats = objects_paragraph(section_objects(self.objects, t.section.number, t.section.title),
                                    rows=_rows_for(self.prose_numbers, self.names))
@@ -219,13 +225,24 @@ def plan_extractive(
     embedder = embedder or get_embedder(settings)
     p = _start(settings, paper_id, embedder)
     topics, children, generic = _sort_sections(p)
-    _match_topics(p, topics, finder or RelatedFinder(settings, embedder=embedder))
-    _link_own_topics(topics)
     stem = p.paper_page[len(PAPERS_FOLDER) + 1:-3]
     if len(stem) > CHILD_STEM_CHARS:  # a long whole-title page name: its pages take the short one
         stem = slugify(short_title(p.info.title), max_len=CHILD_STEM_CHARS)
     for t in children:
         t.page = f"{PAPERS_FOLDER}/{slugify(f'{stem} {t.title}', max_len=80)}.md"
+    finder = finder or RelatedFinder(settings, embedder=embedder)
+    _shape_topics(p, topics, {t.page for t in children}, stem, finder)
+    if not topics and not children:  # only framing sections: the page would link nowhere
+        p.see_also = _nearest_pages(p, generic, finder)
+        own = [s for s in generic if s.kind != "abstract"]
+        if not p.see_also and own:  # nothing to link to yet: its longest section, a page under it
+            s = max(own, key=lambda x: (len(x.text), -x.ord))
+            generic.remove(s)
+            title, c = clean_title(s.title), p.picks[s.id]
+            t = _Topic(s, title, slugify(title, max_len=60), c.central, clean_tags(p.paper_topics[:2]), None,
+                       c.facts(), under_paper=True)
+            t.page = f"{PAPERS_FOLDER}/{slugify(f'{stem} {title}', max_len=80)}.md"
+            topics.append(t)
     _paper_page_decisions(p, topics, children, generic)
     _child_decisions(p, children)
     _topic_decisions(p, topics)
@@ -253,6 +270,8 @@ def _start(settings, paper_id: str, embedder) -> _Paper:
     p = _Paper(settings, wiki, paper_id, info, plan, embedder, writable, keys, paper_page, paper_label,
                wikilink(paper_page, paper_label))
     p.objects = paper_objects(settings, paper_id)
+    who = attribution(info.authors, info.meta.get("year"))
+    p.cited_as = f" ({who})" if who else ""
     abstract_text = " ".join(s.text for s in writable if s.kind == "abstract")
     p.prose_numbers = {k for s in writable for q in quantities(s.text) for k in number_keys(q)}
     p.names = own_names(info.title, abstract_text)
@@ -362,6 +381,18 @@ def _match_topics(p: _Paper, topics: list[_Topic], finder: RelatedFinder) -> Non
                 target_id = parsed.sections[0].id if parsed.sections else None
         elif sims_merge and sims_merge[0][0] >= MERGE_SIMILARITY:
             target_id = sims_merge[0][1]
+        else:  # the same named technique, dataset or metric in both, and in both titles
+            named = []  # (title similarity, section, evidence): the likest title wins
+            for sim, c in sims:
+                if sim < EVIDENCE_SIMILARITY:
+                    break
+                row = cand_rows[c]
+                ev = shared_evidence(t.title, t.section.text, clean_title(row["title"]),
+                                     quoted_text(str(row.get("text", ""))))
+                if ev:
+                    named.append((round(float(tvecs[clean_title(row["title"])] @ tvecs[t.title]), 6), c, ev))
+            if named:
+                _, target_id, t.evidence = max(named, key=lambda x: (x[0], x[1]))
         if target_id is not None:
             page, sec = find_section(wiki, target_id)
             t.target = {"id": target_id, "page": page, "title": sec.title, "description": sec.description,
@@ -373,6 +404,53 @@ def _match_topics(p: _Paper, topics: list[_Topic], finder: RelatedFinder) -> Non
             row = cand_rows[c]
             if sim >= RELATED_SIMILARITY and c != target_id and row["page"] != t.page:
                 t.related.append((row["page"], row["title"]))
+
+
+def _nearest_pages(p: _Paper, generic: list[PaperSection], finder: RelatedFinder) -> list[tuple[str, str]]:
+    """The wiki pages nearest a paper that has no topic of its own (every section of it frames
+    the paper): its page lists them, so it is not an orphan (lint: page-orphan) and a reader
+    finds the topics it speaks to."""
+    text = " ".join([p.info.title, *(c for s in generic for c in p.picks[s.id].central)])
+    out: list[tuple[str, str]] = []
+    for row in finder.search(text, k=2 * CANDIDATES):
+        if row["page"] != p.paper_page and row["page"] not in [q for q, _ in out]:
+            out.append((row["page"], clean_title(row["title"])))
+    return out[:MAX_RELATED_LINKS]
+
+
+def _heading_is_generic(title: str) -> bool:
+    """Whether a heading (of a section or of its ancestor) frames or organises the paper."""
+    probe = PaperSection(number=None, title=title, level=1, kind="body", page_start=0, page_end=0, text="")
+    from .topics import organising_heading
+
+    return is_generic(probe) or is_framing(probe) or organising_heading(title)  # "Untitled": no headings
+
+
+def _shape_topics(p: _Paper, topics: list[_Topic], taken: set[str], stem: str,
+                  finder: RelatedFinder) -> None:
+    """The paper's topics shaped into fewer, broader pages (:mod:`episteme.compile.topics`):
+    subsections folded into their ancestor topic's page, the groups matched to the wiki (merge
+    or link), and the groups beyond the paper's budget of new top-level pages put under the
+    paper's page."""
+    from .topics import TopicItem, fold_groups, keep_top_level
+
+    items = [TopicItem(t.section.number, t.title, len(t.section.text.split())) for t in topics]
+    groups = fold_groups(items, _heading_is_generic)
+    heads = [topics[g.head] for g in groups]
+    _match_topics(p, heads, finder)
+    keep = keep_top_level(groups, items, [h.target is not None for h in heads],
+                          eligible=[not _heading_is_generic(h.title) for h in heads])
+    for h, top in zip(heads, keep, strict=True):
+        if not top:
+            page = f"{PAPERS_FOLDER}/{slugify(f'{stem} {h.title}', max_len=80)}.md"
+            h.page = page if page not in taken else page[:-3] + "-topic.md"
+            h.under_paper = True
+    _link_own_topics(heads)  # to the pages the topics have now
+    for g, h in zip(groups, heads, strict=True):
+        for j in g.members[1:]:
+            t = topics[j]
+            t.page, t.target, t.under_paper, t.related = h.page, h.target, h.under_paper, []
+            t.folded_into = h.title
 
 
 def _link_own_topics(topics: list[_Topic]) -> None:
@@ -429,16 +507,21 @@ def _paper_page_decisions(p: _Paper, topics: list[_Topic], children: list[_Topic
     abstract = next((s for s in generic if s.kind == "abstract"), None)
     summary_sents = p.keys[abstract.id].top(SUMMARY_SENTENCES) if abstract else []
     first = True
+    by_title: dict[str, Decision] = {}  # a heading once per page (lint: section-duplicate)
 
     def paper_decision(title: str, description: str, body: str, paper_section: str | None) -> None:
         nonlocal first
-        p.plan.decisions.append(Decision(
+        if title.casefold() in by_title:  # a paper's second "Summary": joins the first
+            by_title[title.casefold()].body += "\n\n" + body
+            return
+        by_title[title.casefold()] = Decision(
             action="create", page=p.paper_page, title=title, description=one_line(description),
             body=body, sources=[paper_id], tags=paper_tags if first else [],
             page_title=info.title if first else None, page_type="paper" if first else None,
             page_fields=page_fields if first else {}, paper_section=paper_section,
             reason="paper summary page" if first else "paper page section",
-        ))
+        )
+        p.plan.decisions.append(by_title[title.casefold()])
         first = False
 
     lines = []
@@ -490,6 +573,10 @@ def _paper_page_decisions(p: _Paper, topics: list[_Topic], children: list[_Topic
                        + ", ".join(dict.fromkeys(t.title for t in children[:6]))
                        + (", …" if len(children) > 6 else ""), "\n".join(items), None)
 
+    if p.see_also:
+        paper_decision("Related in this wiki", f"{label}: the wiki pages nearest the paper",
+                       "\n".join(f"- {wikilink(page, title)}" for page, title in p.see_also), None)
+
 
 def _child_decisions(p: _Paper, children: list[_Topic]) -> None:
     """The paper's own results, setup and datasets: one page each under the paper's page
@@ -518,8 +605,10 @@ def _topic_decisions(p: _Paper, topics: list[_Topic]) -> None:
     """Each topic's section: appended to the section it merges into, or created on its page
     (a second section of the same name in this paper joins the first)."""
     allowed = allowed_types(p.wiki)
+    child_fields = {"paper": p.paper_page} if field_defined(p.wiki, "paper") else {}
     updates: dict[str, Decision] = {}
     created: dict[str, Decision] = {}
+    by_title: dict[tuple[str, str], Decision] = {}  # (page, title casefolded): no heading twice
     for t in topics:
         para = p.paragraph_of(t)
         if t.related:
@@ -534,21 +623,37 @@ def _topic_decisions(p: _Paper, topics: list[_Topic]) -> None:
                 description=t.target["description"] or one_line(f"{t.target['title']}: {t.sentences[0]}"),
                 body=f"{t.target['body'].rstrip()}\n\n{para}", sources=[p.paper_id], tags=t.tags,
                 paper_section=t.section.id, reason=f"merged: {t.title!r} matches {tid} ({t.target['title']!r}"
-                + (f", similarity {t.closest[0]})" if t.closest else ")"),
+                + (f", similarity {t.closest[0]}" if t.closest else "")
+                + (f", both name: {', '.join(t.evidence)})" if t.evidence else ")"),
             )
             updates[tid] = d
             p.plan.decisions.append(d)
         elif t.page in created:
-            created[t.page].body += "\n\n" + para
+            key = (t.page, t.title.casefold())
+            if t.folded_into and key not in by_title:  # a subsection: a section of its own there
+                d = Decision(
+                    action="create", page=t.page, title=t.title,
+                    description=one_line(f"{t.title}: {t.sentences[0]}"), body=para,
+                    sources=[p.paper_id], tags=[], paper_section=t.section.id,  # the page's tags are its head's
+                    reason=f"a subsection of {t.folded_into!r}: a section on its page",
+                )
+                by_title[key] = d
+                p.plan.decisions.append(d)
+            else:  # a second section of the same name joins the first
+                by_title.get(key, created[t.page]).body += "\n\n" + para
         else:
             d = Decision(
                 action="create", page=t.page, title=t.title,
                 description=one_line(f"{t.title}: {t.sentences[0]}"), body=para,
-                sources=[p.paper_id], tags=t.tags, page_title=t.title,
+                sources=[p.paper_id], tags=t.tags,
+                page_title=f"{t.title} ({p.paper_label})" if t.under_paper else t.title,
                 page_type=allowed_type(page_type_for(t.title, p.keys[t.section.id].sentences,
                                                       p.parents_of(t.section), t.section.text), allowed),
+                page_fields=dict(child_fields) if t.under_paper else {},
                 paper_section=t.section.id,
-                reason="new topic" + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),
+                reason=("a topic beyond the paper's new top-level pages: a page under " + p.paper_page
+                        if t.under_paper else "new topic")
+                + (f" (closest: {t.closest[1]}, similarity {t.closest[0]})" if t.closest else ""),
             )
-            created[t.page] = d
+            created[t.page] = by_title[(t.page, t.title.casefold())] = d
             p.plan.decisions.append(d)
