@@ -206,7 +206,7 @@ def run(tuning: RetrievalTuning, *, with_dev: bool = True) -> dict:
     index = retriever.index
     sections = index.get(index.ids())
     lib = measure(retriever, load(QUESTIONS), sections)
-    out = {"wiki": str(wiki), "sections": len(sections), "index_s": t_index, "library": lib,
+    out = {"wiki": str(wiki), "sections": len(sections), "threshold": tuning.covered_threshold, "index_s": t_index, "library": lib,
            "tune": rates([r for r in lib if r["split"] == "tune"]),
            "test": rates([r for r in lib if r["split"] == "test"]), "all": rates(lib)}
     if with_dev:
@@ -226,6 +226,27 @@ def misses(res: dict) -> list[str]:
             kind = "answerable, said not covered" if r["answerable"] else "unanswerable, said covered"
             out.append(f"- {r['id']} ({r['split']}, {kind}; top relevance {r['top']:.3f}): "
                        f"{r['question']} — closest: {'; '.join(r['titles'])}")
+    return out
+
+
+def sweep(res: dict, thresholds=(0.40, 0.45, 0.50, 0.55, 0.60, 0.65, 0.70)) -> list[str]:
+    """The covered threshold swept over the recorded top relevances: fitted on tune + dev only
+    (unanswerable flagged minus answerable flagged, the higher the better), test read once."""
+    rows = res["library"] + res.get("dev_rows", [])
+
+    def at(t, splits):
+        un = [r for r in rows if r["split"] in splits and not r["answerable"]]
+        ans = [r for r in rows if r["split"] in splits and r["answerable"]]
+        return sum(r["top"] < t for r in un) / len(un), sum(r["top"] < t for r in ans) / len(ans)
+
+    best = max(thresholds, key=lambda t: (at(t, ("tune", "dev"))[0] - at(t, ("tune", "dev"))[1],
+                                          -abs(t - res["threshold"])))
+    out = ["| threshold | tune + dev: unanswerable flagged / answerable flagged | test: same |",
+           "|---|---|---|"]
+    for t in thresholds:
+        a, b = at(t, ("tune", "dev")), at(t, ("test",))
+        mark = " (fit)" if t == best else ""
+        out.append(f"| {t:.2f}{mark} | {a[0]:.3f} / {a[1]:.3f} | {b[0]:.3f} / {b[1]:.3f} |")
     return out
 
 
@@ -264,6 +285,9 @@ def main() -> int:
     if args.misses:
         print("\n".join(misses(res)))
     if args.write:
+        before = run(dataclasses.replace(tuning, author_names=False))
+        before_lines = table([("library tune", before["tune"]), ("library test", before["test"]),
+                              ("library all", before["all"]), ("dev papers", before["dev"])])
         text = ["# \"Not covered\" on a library of another field (issue 34)", "",
                 "Written by `benchmarks/bench_notcovered.py --write`; method in its docstring. "
                 f"Machine: {machine()}.", "",
@@ -273,7 +297,22 @@ def main() -> int:
                 "`tune` = the questions of 5 papers, `test` = those of the other 10). Dev: the 20 "
                 "unanswerable and 50 retrieval questions over the 10 dev papers (written dev wiki of "
                 "bench_trace; recall@5 there is bench_trace's, by target section title).", "",
-                f"Tuning measured: `{tuning}`", "", *lines, "", "Wrong verdicts (top relevance = the best "
+                f"Tuning measured: `{tuning}`", "", *lines, "",
+                "The same without `author_names` (the rule before this benchmark: a name counts only "
+                "where the wiki's text has it):", "", *before_lines, "",
+                "The covered threshold swept (fitted on tune + dev only; test read once):", "",
+                *sweep(res), "",
+                "Provenance, honestly: `author_names` was designed after reading the library's "
+                "misses, and both answerable misses (FLP, named in issue 34, and Chandy-Lamport) are "
+                "`test` questions, so its test figure is not held out; it is a rule by form with no "
+                "fitted number, and it leaves the dev figures unchanged. Chandy-Lamport stays a miss: "
+                "the ingested metadata lists only Lamport as the snapshot paper's author. The "
+                "threshold fitted on tune + dev is the shipped 0.50; the test unanswerable questions "
+                "still called covered (observers, pre-vote, ZooKeeper 3.5, weakest failure detector) "
+                "use only words the wiki has, at relevance 0.53-0.81, above most answerable ones, so "
+                "no threshold separates them. Rejected (measured once on 2026-12-06): weighing a word "
+                "no wiki section uses as a name flags 0.93 of test unanswerable questions but 0.28 of "
+                "dev answerable ones (the paraphrases' other words).", "", "Wrong verdicts (top relevance = the best "
                 "section's relevance; covered when it reaches the threshold):", "", *misses(res), ""]
         RESULTS.write_text("\n".join(text), encoding="utf-8")
         print(f"wrote {RESULTS}")
