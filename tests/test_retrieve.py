@@ -194,3 +194,42 @@ def test_a_paper_page_and_the_pages_under_it_are_one_page():
     assert not same_page(paper, {"page": "papers/generative-adversarial-netsx.md", "sources": ["gan.pdf"]})
     assert not same_page({"page": "gan.md", "sources": ["gan.pdf"]},
                          {"page": "gan-training.md", "sources": ["gan.pdf"]})
+
+
+def test_a_name_the_papers_authors_carry_counts_as_present(wiki, embedder):
+    """A field names results after their authors ("FLP", "Chandy-Lamport") and a wiki's
+    sections rarely repeat the byline: a surname of the section's paper's authors, or an acronym
+    of consecutive authors' surnames, counts as named there (issue 34: "What is the FLP
+    impossibility result?" was "not covered" beside the FLP paper's own sections).  Initials in
+    another order or a surname of another paper's authors do not."""
+    from episteme.stores.sqlite import PaperRow, Store
+
+    root, ids = wiki
+    settings = wiki_settings(root)
+    store = Store(settings.sqlite_path)
+    with store.transaction():
+        store.write_paper(PaperRow(id="gan.pdf", file="raw/gan.pdf", sha256="0" * 64, title="Games",
+                                   authors=["Alice J. Fenwick", "Bob Lindqvist", "Carol Pemberton"],
+                                   pages=9, ingested_at="2026-01-01"), [])
+        store.write_paper(PaperRow(id="resnet.pdf", file="raw/resnet.pdf", sha256="1" * 64,
+                                   title="Residuals", authors=["Dora Quist"], pages=9,
+                                   ingested_at="2026-01-01"), [])
+    store.close()
+    r = Retriever(settings, embedder)
+    off = Retriever(settings, embedder, index=r.index, tuning=replace(r.tuning, author_names=False))
+    assert r.authors()["gan.pdf"] == ["fenwick", "lindqvist", "pemberton"]
+
+    def rel(retriever, question):
+        res = retriever.retrieve(question, k=4)
+        by_id = {s["id"]: s["relevance"] for s in res["sections"]}
+        return by_id[ids["Adversarial training game"]], res["covered"]
+
+    for question in ("How does the FLP game train the generator against the discriminator?",
+                     "How do Fenwick and Lindqvist train the generator against the discriminator?"):
+        on, covered = rel(r, question)
+        before, was_covered = rel(off, question)
+        assert on > before and covered and not was_covered, question
+    # initials out of byline order, and another paper's author, stay absent names
+    for question in ("How does the LFP game train the generator against the discriminator?",
+                     "How does Quist train the generator against the discriminator?"):
+        assert rel(r, question) == rel(off, question), question
