@@ -34,21 +34,18 @@ from .headings import (
     number_parts,
 )
 from .objects import PdfObject, find_objects, line_bbox
+from .pdfium_text import char_engine, mark_underlined, pdfium_page_lines, pdfium_rules
 from .text import (
     MAX_PAGE_CONTENT_BYTES,
     Line,
     PageTooLarge,
-    _content_bytes,
-    char_engine,
+    content_bytes,
     drop_furniture,
     drop_line_numbers,
     fix_column_order,
     join_lines,
-    mark_underlined,
     normalize_text,
     page_lines,
-    pdfium_page_lines,
-    pdfium_rules,
     vocabulary,
 )
 
@@ -505,7 +502,7 @@ def _read_page(page, no: int, pdfdoc, rotated: list[str] | None,
     never parsed)."""
     if pdfdoc is None:
         return page_lines(page, no, rotated)
-    size = _content_bytes(page)
+    size = content_bytes(page)
     if size > MAX_PAGE_CONTENT_BYTES:
         raise PageTooLarge(no, size)
     from .render import PDFIUM_LOCK

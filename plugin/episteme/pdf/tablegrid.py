@@ -103,8 +103,8 @@ def _page_chars(path: str, size: int, mtime: int, page: int) -> tuple[str, tuple
 
     import pypdfium2.raw as raw
 
+    from .pdfium_text import JOIN_HYPHENS
     from .render import open_document
-    from .text import JOIN_HYPHENS
 
     chars: list[str] = []
     boxes: list[tuple[float, float, float, float]] = []

@@ -120,7 +120,7 @@ def is_bold_font(name: str) -> bool:
     return base.endswith(("-b", "tb", "-bd", ",bold", "-bi", "-sb"))
 
 
-_MATH_FAMILIES = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "rsfs", "symbol", "mt", "math")
+MATH_FAMILIES = ("cmmi", "cmsy", "cmex", "msbm", "msam", "eufm", "rsfs", "symbol", "mt", "math")
 
 
 def is_italic_font(name: str) -> bool:
@@ -153,7 +153,7 @@ def font_traits(font_dict, name: str) -> tuple[bool, bool]:
             angle = float(fd.get("/ItalicAngle", 0) or 0)
             base = name.split("+", 1)[-1].lower()
             bold = bold or weight >= 600 or bool(flags & (1 << 18))
-            if not base.startswith(_MATH_FAMILIES):
+            if not base.startswith(MATH_FAMILIES):
                 italic = italic or bool(flags & (1 << 6)) or abs(angle) > 0.5
     except Exception:  # a malformed descriptor: the name is all the evidence there is
         pass
@@ -167,16 +167,16 @@ def font_traits(font_dict, name: str) -> tuple[bool, bool]:
 #: TeX's accents as old fonts print them: a spacing accent glyph before the letter it sits on
 #: (``L´aszl´o``, ``Lemaˆıtre`` with a dotless i), a cedilla after it (``c¸``); mapped to the
 #: combining marks they stand for
-_SPACING_ACCENTS = {"\u00b4": "\u0301", "\u02c6": "\u0302", "\u00a8": "\u0308",
+SPACING_ACCENTS = {"\u00b4": "\u0301", "\u02c6": "\u0302", "\u00a8": "\u0308",
                     "\u02dc": "\u0303", "\u02c7": "\u030c", "\u02da": "\u030a",
                     "\u00af": "\u0304", "\u02d8": "\u0306", "\u02d9": "\u0307",
                     "\u02dd": "\u030b", "\u00b8": "\u0327"}
-_ACCENT_BEFORE = re.compile("([" + "".join(_SPACING_ACCENTS) + "])([A-Za-z\u0131\u0237])")
+_ACCENT_BEFORE = re.compile("([" + "".join(SPACING_ACCENTS) + "])([A-Za-z\u0131\u0237])")
 _GRAVE_BEFORE = re.compile(r"(?<=[A-Za-z])`([aeiouAEIOU])")
 _CEDILLA_AFTER = re.compile("([cCsStT])\u00b8(?![A-Za-z])")
 
 
-def _compose_accent(mark: str, letter: str) -> str:
+def compose_accent(mark: str, letter: str) -> str:
     letter = {"\u0131": "i", "\u0237": "j"}.get(letter, letter)
     return unicodedata.normalize("NFC", letter + mark)
 
@@ -187,9 +187,9 @@ def compose_accents(s: str) -> str:
     space and a combining mark, so names, titles and quotes do not match the printed words."""
     if not any(c in s for c in "\u00b4\u02c6\u00a8\u02dc\u02c7\u02da\u00af\u02d8\u02d9\u02dd`\u00b8"):
         return s
-    s = _ACCENT_BEFORE.sub(lambda m: _compose_accent(_SPACING_ACCENTS[m.group(1)], m.group(2)), s)
-    s = _GRAVE_BEFORE.sub(lambda m: _compose_accent("\u0300", m.group(1)), s)
-    return _CEDILLA_AFTER.sub(lambda m: _compose_accent("\u0327", m.group(1)), s)
+    s = _ACCENT_BEFORE.sub(lambda m: compose_accent(SPACING_ACCENTS[m.group(1)], m.group(2)), s)
+    s = _GRAVE_BEFORE.sub(lambda m: compose_accent("\u0300", m.group(1)), s)
+    return _CEDILLA_AFTER.sub(lambda m: compose_accent("\u0327", m.group(1)), s)
 
 
 def normalize_text(s: str) -> str:
@@ -216,13 +216,13 @@ def _mat_mul(a: list[float], b: list[float]) -> list[float]:
 #: still super-linear in the length of one line; the page cap bounds that too.)
 MAX_PAGE_CHARS = 30_000
 MAX_PAPER_CHARS = 1_500_000
-_PAPER_BUDGET = threading.local()
+PAPER_BUDGET = threading.local()
 
 
 MAX_PAGE_CONTENT_BYTES = 8 * 1024 * 1024  # decoded content stream; its text is not read past it
 
 
-def _content_bytes(page) -> int:
+def content_bytes(page) -> int:
     """Decoded size of a page's content stream(s) (0 when it cannot be told)."""
     try:
         contents = page.get("/Contents")
@@ -250,7 +250,7 @@ class _PageFull(Exception):
     """Raised inside pypdf's visitor to stop extracting a page whose cap is reached."""
 
 
-def _strip_controls(text: str) -> str:
+def strip_controls(text: str) -> str:
     """PDF text without terminal escapes and other C0/C1 controls (tab and newline kept, and
     the ligature codes the fonts map are already decoded by now): paper text is data that is
     stored, printed and shown, and must not carry ESC/BEL sequences to a terminal."""
@@ -268,14 +268,14 @@ def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Lin
     Rotated text (the arXiv stamp, margin notes) is left out; ``rotated`` collects it."""
     lines: list[Line] = []
     cur: list[Run] = []
-    if page_no <= 1 or not hasattr(_PAPER_BUDGET, "left"):
-        _PAPER_BUDGET.left = MAX_PAPER_CHARS
-    room = [min(MAX_PAGE_CHARS, _PAPER_BUDGET.left)]
+    if page_no <= 1 or not hasattr(PAPER_BUDGET, "left"):
+        PAPER_BUDGET.left = MAX_PAPER_CHARS
+    room = [min(MAX_PAGE_CHARS, PAPER_BUDGET.left)]
 
     def flush() -> None:
         nonlocal cur
-        for group in _split_returns(cur):
-            line = _make_line(group, page_no)
+        for group in split_returns(cur):
+            line = make_line(group, page_no)
             if line is not None:
                 lines.append(line)
         cur = []
@@ -285,7 +285,7 @@ def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Lin
             return
         if room[0] <= 0:
             raise _PageFull
-        text = _strip_controls(text)[: room[0]]
+        text = strip_controls(text)[: room[0]]
         room[0] -= len(text)
         m = _mat_mul(list(tm), list(cm))
         scale_y = math.hypot(m[2], m[3])
@@ -313,17 +313,17 @@ def page_lines(page, page_no: int, rotated: list[str] | None = None) -> list[Lin
 
     logging.getLogger("pypdf").setLevel(logging.ERROR)
     start = room[0]
-    size = _content_bytes(page)
+    size = content_bytes(page)
     if size > MAX_PAGE_CONTENT_BYTES:
         raise PageTooLarge(page_no, size)  # pypdf would parse every operator before any cap
     with contextlib.suppress(_PageFull):
         page.extract_text(visitor_text=visit)
-    _PAPER_BUDGET.left -= start - max(room[0], 0)
+    PAPER_BUDGET.left -= start - max(room[0], 0)
     flush()
     return lines
 
 
-def _split_returns(runs: list[Run]) -> list[list[Run]]:
+def split_returns(runs: list[Run]) -> list[list[Run]]:
     """Split what pypdf joined into one line where the text went back to the left on another
     baseline (pypdf only breaks lines on large vertical moves, so rows of two columns written
     alternately can arrive as one line)."""
@@ -399,7 +399,7 @@ def fix_column_order(lines: list[Line], page_width: float) -> list[Line]:
     for ln, sp in zip(lines[first:], splits[first:], strict=True):
         if sp is not None:
             for part, dest in ((sp[0], left), (sp[1], right)):
-                made = _make_line(part, ln.page)
+                made = make_line(part, ln.page)
                 if made is not None:
                     dest.append(made)
             side = right
@@ -410,7 +410,7 @@ def fix_column_order(lines: list[Line], page_width: float) -> list[Line]:
     return head + left + right
 
 
-def _make_line(runs: list[Run], page_no: int) -> Line | None:
+def make_line(runs: list[Run], page_no: int) -> Line | None:
     text = normalize_text("".join(r.text for r in runs))
     text = re.sub(r"[ \t]+", " ", text).strip()
     if not text:
@@ -576,7 +576,7 @@ def drop_line_numbers(pages: list[list[Line]]) -> list[list[Line]]:
                 continue
             runs = [r for r in ln.runs if r.text.strip()]
             rest = runs[1:] if side == 0 else runs[:-1]
-            made = _make_line(rest, ln.page) if rest else None
+            made = make_line(rest, ln.page) if rest else None
             if made is not None:
                 made.underlined = ln.underlined
                 kept.append(made)
@@ -679,284 +679,3 @@ def join_lines(texts: list[str], vocab: set[str]) -> tuple[str, list[int]]:
         pos += len(t)
         prev = t
     return "".join(parts), offsets
-
-
-# ------------------------------------------------------------------------ PDFium characters
-
-#: how the splitter reads characters: "pdfium" (PDFium's text page, ~5x less CPU than pypdf's
-#: visitor and exact glyph boxes) when pypdfium2 is installed, else "pypdf".  The environment
-#: variable ``EPISTEME_PDF_CHARS`` forces one (the benchmarks compare both in one run).
-def char_engine() -> str:
-    import os
-
-    want = os.environ.get("EPISTEME_PDF_CHARS", "").strip().lower()
-    if want == "pypdf":
-        return "pypdf"
-    try:
-        import pypdfium2  # noqa: F401
-    except ImportError:
-        if want == "pdfium":
-            raise
-        return "pypdf"
-    return "pdfium"
-
-
-_FONT_BUF_SIZE = 256
-
-
-def pdfium_page_lines(textpage, page_no: int, rotated: list[str] | None = None) -> list[Line]:
-    """One page's lines from PDFium's text page (``pypdfium2`` ``PdfTextPage``), with the same
-    :class:`Line`/:class:`Run` evidence :func:`page_lines` gets from pypdf, plus exact boxes.
-
-    Characters come in content-stream order (the reading order of LaTeX output, as with pypdf).
-    A run is a stretch of one text object's characters -- consecutive objects in the same font,
-    size and baseline with no gap between them are one run, as pypdf's visitor reports them --
-    and a line ends where the baseline moves by more than 0.7 of the type size away from the
-    line's main baseline (so superscripts, subscripts and fractions stay in their line).  Each run records the union of its
-    glyph boxes (``Run.box``), so line and passage boxes are the printed ones, not estimates.
-    The same per-page and per-paper character caps apply."""
-    import ctypes
-
-    import pypdfium2.raw as raw
-
-    if page_no <= 1 or not hasattr(_PAPER_BUDGET, "left"):
-        _PAPER_BUDGET.left = MAX_PAPER_CHARS
-    room = min(MAX_PAGE_CHARS, _PAPER_BUDGET.left)
-    tp = textpage.raw
-    n = raw.FPDFText_CountChars(tp)
-    lines: list[Line] = []
-    cur: list[Run] = []
-    buf: list[str] = []
-    run: Run | None = None
-    box = [0.0, 0.0, 0.0, 0.0]
-    left, right, bottom, top = (ctypes.c_double() for _ in range(4))
-    ox, oy = ctypes.c_double(), ctypes.c_double()
-    mat = raw.FS_MATRIX()
-    fbuf = ctypes.create_string_buffer(_FONT_BUF_SIZE)
-    flags = ctypes.c_int()
-    fonts: dict[int, tuple[str, bool, bool]] = {}
-    last_obj = None
-    turned = False
-    rot_obj = None
-    base: tuple[float, float] | None = None  # (baseline y, size) of the current line
-    cur_right: float | None = None  # right edge of the current line's glyphs so far
-    run_tf = 0.0
-    used = 0
-
-    def end_run() -> None:
-        nonlocal run
-        if run is not None and buf:
-            run.text = "".join(buf)
-            run.box = list(box)
-            cur.append(run)
-        buf.clear()
-        run = None
-
-    accents: list[tuple[float, str]] = []  # (x centre, mark) of the line's accent glyphs
-
-    def flush() -> None:
-        end_run()
-        if accents:
-            _place_accents(cur, accents)
-            accents.clear()
-        if cur:
-            for group in _split_returns(cur):
-                line = _make_line(group, page_no)
-                if line is not None:
-                    lines.append(line)
-            cur.clear()
-
-    pair_tail = -1  # index of the low surrogate already joined to the character before it
-    for j in range(n):
-        if used >= room:
-            break
-        if j == pair_tail:
-            continue
-        code = raw.FPDFText_GetUnicode(tp, j)
-        if 0xD800 <= code < 0xDC00 and j + 1 < n:
-            # PDFium counts UTF-16 code units: a character beyond the BMP (a mathematical
-            # italic letter, say) arrives as two "characters"; join them into one
-            low = raw.FPDFText_GetUnicode(tp, j + 1)
-            if 0xDC00 <= low < 0xE000:
-                code = 0x10000 + ((code - 0xD800) << 10) + (low - 0xDC00)
-                pair_tail = j + 1
-        ch = chr(code) if 0 < code < 0x110000 else ""
-        if raw.FPDFText_IsGenerated(tp, j) == 1:
-            # PDFium's generated breaks also fall around every superscript and fraction; a
-            # line ends where the baseline moves a line away (below), as pypdf's visitor does
-            if run is not None and not turned and buf and buf[-1] != " ":
-                buf.append(" ")  # a generated space, or a generated break inside a line
-            continue
-        if not ch or ch in "\r\n":
-            continue
-        obj = raw.FPDFText_GetTextObject(tp, j)
-        objkey = ctypes.cast(obj, ctypes.c_void_p).value if obj else None
-        raw.FPDFText_GetCharBox(tp, j, left, right, bottom, top)
-        if objkey != last_obj or run is None:
-            last_obj = objkey
-            raw.FPDFText_GetMatrix(tp, j, mat)
-            turned = abs(mat.b) > 1e-3 * max(abs(mat.a), 1e-9) or mat.a <= 0
-            if turned:
-                end_run()
-            else:
-                raw.FPDFText_GetCharOrigin(tp, j, ox, oy)
-                tf = raw.FPDFText_GetFontSize(tp, j)
-                size = tf * (math.hypot(mat.c, mat.d) or 1.0)
-                if objkey not in fonts:
-                    raw.FPDFText_GetFontInfo(tp, j, fbuf, _FONT_BUF_SIZE, flags)
-                    name = fbuf.value.decode("latin-1", "replace")
-                    bold, italic = is_bold_font(name), is_italic_font(name)
-                    weight = raw.FPDFText_GetFontWeight(tp, j)
-                    family = name.split("+", 1)[-1].lower()
-                    bold = bold or weight >= 600 or bool(flags.value & (1 << 18))
-                    if not family.startswith(_MATH_FAMILIES):
-                        italic = italic or bool(flags.value & (1 << 6))
-                    fonts[objkey] = (name, bold, italic)
-                name, bold, italic = fonts[objkey]
-                x, y = ox.value, oy.value
-                if base is not None and (
-                    abs(y - base[0]) > 0.7 * max(size, base[1], 1.0)
-                    or (cur_right is not None and left.value < cur_right - 0.5 * size
-                        and (abs(y - base[0]) > 0.45 * max(size, base[1], 1.0)
-                             or size > 1.25 * base[1]))
-                ):
-                    # the baseline moved a line away from the line's main baseline, or half a
-                    # line while going back left, or larger type printed over the line so far
-                    # (a figure's labels over or under a heading)
-                    flush()
-                    base = None
-                    cur_right = None
-                if base is None or size > 1.1 * base[1]:
-                    base = (y, size)  # the line's main baseline: its first full-size run's
-                if (run is not None and run.font == name and abs(run_tf - tf) < 0.01
-                        and run.y is not None and abs(run.y - y) < 0.15 * max(size, 1.0)
-                        and -0.5 <= left.value - box[2] <= 1.0 * max(size, 1.0)):
-                    # the next object in the same font on the same baseline, a word space
-                    # away at most: the same run, as pypdf's visitor reports it (its size is
-                    # the first object's, as there: OCR layers scale every word apart)
-                    pass
-                else:
-                    end_run()
-                    run = Run("", name, size, x, y, bold, italic)
-                    run_tf = tf
-                    box[:] = [left.value, bottom.value, right.value, top.value]
-        if turned:
-            if rotated is not None and len(rotated) < 200:
-                if not rotated or last_obj != rot_obj:
-                    rotated.append("")
-                    rot_obj = last_obj
-                rotated[-1] += ch
-            continue
-        if ch in _SPACING_ACCENTS and right.value > left.value:
-            # an accent printed as its own glyph over a letter (old TeX fonts): placed on
-            # that letter by position when the line is complete (PDFium reports it out of
-            # order: "Montr ´ eal ´")
-            accents.append(((left.value + right.value) / 2, _SPACING_ACCENTS[ch]))
-            continue
-        if ch in JOIN_HYPHENS:
-            ch = "-"
-        ch = _strip_controls(ch)
-        if not ch:
-            continue
-        buf.append(ch)
-        used += 1
-        if right.value > left.value:
-            cur_right = right.value if cur_right is None else max(cur_right, right.value)
-        if right.value > left.value or top.value > bottom.value:
-            box[0] = min(box[0], left.value)
-            box[1] = min(box[1], bottom.value)
-            box[2] = max(box[2], right.value)
-            box[3] = max(box[3], top.value)
-    flush()
-    if rotated is not None:
-        rotated[:] = [normalize_text(r) for r in rotated if r.strip()]
-    _PAPER_BUDGET.left -= used
-    return lines
-
-
-#: a page with more drawn objects than this is a plot or a diagram: its rules are not read
-MAX_RULE_OBJECTS = 4000
-
-
-def pdfium_rules(page) -> list[tuple[float, float, float]]:
-    """The thin horizontal rules drawn on a PDFium page, as (x0, x1, y): path objects under 2 pt
-    tall and over 10 pt wide (underlines, table rules), top-level objects only."""
-    import ctypes
-
-    import pypdfium2.raw as raw
-
-    n = raw.FPDFPage_CountObjects(page.raw)
-    if n > MAX_RULE_OBJECTS:
-        return []
-    out = []
-    left, bottom, right, top = (ctypes.c_float() for _ in range(4))
-    for k in range(n):
-        obj = raw.FPDFPage_GetObject(page.raw, k)
-        if raw.FPDFPageObj_GetType(obj) != raw.FPDF_PAGEOBJ_PATH:
-            continue
-        if not raw.FPDFPageObj_GetBounds(obj, left, bottom, right, top):
-            continue
-        if top.value - bottom.value < 2.0 and right.value - left.value > 10.0:
-            out.append((left.value, right.value, (top.value + bottom.value) / 2))
-    return out
-
-
-def mark_underlined(lines: list[Line], rules: list[tuple[float, float, float]]) -> None:
-    """Set ``Line.underlined`` where a rule lies just under a line's baseline (within 0.45 of
-    its type size) and spans its text: at least 80% of its width and at most 30% more (a table
-    rule under a header row spans the whole table, wider than the row's words)."""
-    if not rules:
-        return
-    for ln in lines:
-        box = ln.bbox
-        if box is None or ln.y is None:
-            continue
-        width = box[2] - box[0]
-        if width <= 0:
-            continue
-        for x0, x1, y in rules:
-            if not (0 <= ln.y - y <= 0.45 * max(ln.size, 1.0)):
-                continue
-            cover = min(x1, box[2]) - max(x0, box[0])
-            if cover >= 0.8 * width and (x1 - x0) <= 1.3 * width:
-                ln.underlined = True
-                break
-
-
-_VOWEL_MARKS = frozenset("\u0301\u0300\u0302\u0308\u0303\u030a\u0304\u0306\u030b")
-
-
-def _place_accents(runs: list[Run], accents: list[tuple[float, str]]) -> None:
-    """Put each accent (x centre, combining mark) on the letter printed under it: the run whose
-    box holds the centre, the letter at the matching share of the run's width (one letter
-    either side allowed, a letter the mark composes with preferred).  A space PDFium generated
-    where the accent glyph interrupted a word ("Montr" "eal") is taken out.  An accent over
-    no letter is dropped."""
-    for cx, mark in accents:
-        k = next((k for k, r in enumerate(runs) if r.box and r.box[0] - 0.5 <= cx <= r.box[2] + 0.5
-                  and r.text.strip()), None)
-        if k is None:
-            continue
-        r = runs[k]
-        text = r.text.rstrip()
-        width = r.box[2] - r.box[0]
-        guess = int((cx - r.box[0]) / width * len(text)) if width > 0 else 0
-        order = sorted(range(max(0, guess - 1), min(len(text), guess + 2)),
-                       key=lambda i: abs(i - guess))
-        letters = [i for i in order if text[i].isalpha() or text[i] in "\u0131\u0237"]
-        composed = [i for i in letters
-                    if len(_compose_accent(mark, text[i])) == 1]
-        if mark in _VOWEL_MARKS:  # acute, grave, circumflex, diaeresis, tilde, ring: vowels
-            composed = ([i for i in composed if text[i].lower() in "aeiouy\u0131"]
-                        or composed)
-        at = (composed or letters or [None])[0]
-        if at is None:
-            continue
-        r.text = r.text[:at] + _compose_accent(mark, text[at]) + r.text[at + 1:]
-        if k > 0 and runs[k - 1].text.endswith(" ") and runs[k - 1].box and r.box and (
-                r.box[0] - runs[k - 1].box[2] < 0.2 * max(r.size, 1.0)):
-            runs[k - 1].text = runs[k - 1].text.rstrip(" ")
-
-
-#: what PDFium reports for a hyphen that broke a word at a line end
-JOIN_HYPHENS = frozenset("\ufffe\u0002")
