@@ -87,19 +87,23 @@ def router(services: Services) -> APIRouter:
     return r
 
 
-async def _ingest_one(services: Services, file, submit, wait: bool):
-    """One uploaded file: its job's result (or error), or 202 and the job to poll."""
-    upload, name = await receive_upload(services.settings, file)
-    job = submit(upload, name)
+async def job_reply(job, wait: bool, failed: str = "job failed"):
+    """What a route that queued ``job`` answers: 202 and the job to poll (``wait`` false), or,
+    once it ends, its result, or its error with its HTTP status."""
     if not wait:
         body = job.to_json()
         body["url"] = f"/jobs/{job.id}"
         return JSONResponse(body, status_code=202, headers={"Location": f"/jobs/{job.id}"})
     await asyncio.wrap_future(job.future)
     if job.status == "failed":
-        return JSONResponse(job.error or {"error": "ingest failed"},
-                            status_code=job.http_status or 500)
+        return JSONResponse(job.error or {"error": failed}, status_code=job.http_status or 500)
     return {**(job.result or {}), "job": job.id}
+
+
+async def _ingest_one(services: Services, file, submit, wait: bool):
+    """One uploaded file: its job's result (or error), or 202 and the job to poll."""
+    upload, name = await receive_upload(services.settings, file)
+    return await job_reply(submit(upload, name), wait, "ingest failed")
 
 
 async def _ingest_many(services: Services, file: list, submit, wait: bool):

@@ -2,18 +2,17 @@
 removal and re-ingest from the library (``DELETE /papers/{paper}``,
 ``POST /papers/{paper}/reingest``), both run as jobs on the writer queue like an upload."""
 
-import asyncio
 import os
 import shutil
 import uuid
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
 
 from ..errors import NotFoundError
 from .jobs import Job
 from .libraryview import CitationCache, citations, library, wiki_map
+from .routes_ingest import job_reply
 from .services import Services
 
 
@@ -47,16 +46,7 @@ def router(services: Services) -> APIRouter:
         "count"}``: every page, and every resolved link as a pair of node indexes."""
         return wiki_map(settings.wiki)
 
-    async def run_job(job: Job, wait: bool):
-        if not wait:
-            body = job.to_json()
-            body["url"] = f"/jobs/{job.id}"
-            return JSONResponse(body, status_code=202, headers={"Location": f"/jobs/{job.id}"})
-        await asyncio.wrap_future(job.future)
-        if job.status == "failed":
-            return JSONResponse(job.error or {"error": "job failed"},
-                                status_code=job.http_status or 500)
-        return {**(job.result or {}), "job": job.id}
+    run_job = job_reply  # the same reply as POST /ingest's (routes_ingest.job_reply)
 
     def known(paper: str) -> str:
         names = {p["id"] for p in cache.papers_and_graph(settings)[0]}
