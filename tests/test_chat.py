@@ -152,7 +152,7 @@ def test_chat_command(engine, capsys):
     assert "sources" not in out and "citations" not in out
     assert [c["claim"] for c in out["claims"]] == [c["claim"] for c in full["claims"]]
     for c, f in zip(out["claims"], full["claims"], strict=True):
-        assert set(c) <= {"claim", "verdict", "reason", "quote", "closest"}
+        assert set(c) <= {"claim", "verdict", "reason", "quote", "closest", "compared", "check"}
         assert c["verdict"] == f["verdict"] and c["reason"] == f["reason"]["text"]
         q_ = c.get("quote") or c["closest"]
         assert set(q_) == {"paper", "section", "page", "text"} and q_["paper"] == GAN
