@@ -235,7 +235,10 @@ def test_wiki_listing_and_pages(live):
     # papers/ holds each paper's page and the pages of its own results, setup and data
     paper_pages = [p for p in body["pages"] if p["page"].startswith("papers/") and p["type"] == "paper"]
     children = [p for p in body["pages"] if p["page"].startswith("papers/") and p["type"] != "paper"]
-    assert len(paper_pages) >= 2 and children and all(p["type"] in ("result", "setup", "dataset") for p in children)
+    # (and, since the library work, a paper's smaller topics: pages of any topic type)
+    assert len(paper_pages) >= 2 and children and all(p["type"] in (
+        "result", "setup", "dataset", "method", "concept", "entity", "comparison", "synthesis", "note")
+        for p in children)
     assert all(isinstance(p["tags"], list) and p["title"] for p in body["pages"])
 
     page_id = paper_pages[0]["page"]

@@ -6,7 +6,7 @@ page-image cache bounded, a blank token no token.  A real uvicorn server, real P
 from __future__ import annotations
 
 import contextlib
-import select
+import selectors
 import socket
 import time
 
@@ -34,8 +34,10 @@ def _raw_post(port: int, head: str, chunks: int, chunk: bytes) -> tuple[int, byt
         frame = f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n"
         try:
             for _ in range(chunks):
-                if select.select([s], [], [], 0)[0]:
-                    break  # the answer is there: stop sending, as a browser would
+                with selectors.DefaultSelector() as sel:  # (select.select fails past fd 1024)
+                    sel.register(s, selectors.EVENT_READ)
+                    if sel.select(timeout=0):
+                        break  # the answer is there: stop sending, as a browser would
                 s.sendall(frame)
         except OSError:
             pass  # the server answered and closed while we were still sending
